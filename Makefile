@@ -1,0 +1,59 @@
+# The two commands of the README: `make run` and `make test`. Everything else is their parts.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+TOOLS := .data/tools
+PROMTOOL := $(TOOLS)/prometheus/usr/bin/promtool
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install tools lint typecheck pytest bench db-stop clean
+
+run: export DEBUG ?= true
+run: install
+	$(BIN)/python manage.py migrate --no-input
+	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+test: install tools lint typecheck pytest
+
+install: $(INSTALLED)
+
+$(INSTALLED): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# promtool lints the Prometheus exposition in the tests; Debian's package carries it.
+tools: $(PROMTOOL)
+
+$(PROMTOOL):
+	mkdir -p $(TOOLS)/deb
+	cd $(TOOLS)/deb && (apt-get download prometheus || (apt-get update -qq && apt-get download prometheus))
+	dpkg-deb -x $(TOOLS)/deb/prometheus_*.deb $(TOOLS)/prometheus
+	test -x $@
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy .
+
+# Uses DATABASE_URL when set; otherwise the suite starts the embedded PostgreSQL under .data/.
+pytest: install tools
+	PROMTOOL=$(CURDIR)/$(PROMTOOL) $(BIN)/pytest
+
+# The exchange benchmark (docs/performance.md): wrk is the HTTP load generator.
+bench: install
+	command -v wrk >/dev/null || apt-get install -y -qq wrk || (apt-get update -qq && apt-get install -y -qq wrk)
+	$(BIN)/python bench/exchange.py
+
+db-stop: install
+	$(BIN)/python -m platform_site.embedded stop
+
+clean: db-stop
+	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,129 @@
+"""Request and response shapes of the accounts API (camelCase on the wire)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from accounts.models import User
+from accounts.services.tokens import TokenPair, role_of
+from platform_site.serializers import Input
+
+PASSWORD_MAX_LENGTH = 4096  # hashing an unbounded input is a way to burn the server's CPU
+
+
+class LoginEmailInput(Input):
+    email = serializers.CharField(max_length=254)
+    password = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+
+
+class LoginUsernameInput(Input):
+    username = serializers.CharField(max_length=150, trim_whitespace=False)
+    password = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+
+
+class RefreshTokenInput(Input):
+    refreshToken = serializers.CharField(max_length=4096, trim_whitespace=False)
+
+
+class TokenPairOutput(serializers.Serializer[Any]):
+    accessToken = serializers.CharField()
+    accessTokenExpiresAt = serializers.DateTimeField()
+    refreshToken = serializers.CharField()
+    refreshTokenExpiresAt = serializers.DateTimeField()
+
+
+class UserDtoOutput(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=User.Kind.choices)
+    email = serializers.CharField()
+    username = serializers.CharField()
+    firstName = serializers.CharField()
+    lastName = serializers.CharField()
+    phone = serializers.CharField()
+    emailConfirmed = serializers.BooleanField()
+    twoFactorEnabled = serializers.BooleanField()
+    profileIncompleted = serializers.BooleanField(
+        help_text="A cabinet user without firstName, lastName or phone; always false for adapters."
+    )
+    resetPasswordRequired = serializers.BooleanField()
+    roles = serializers.ListField(child=serializers.CharField())
+
+
+class LoginSuccessOutput(TokenPairOutput):
+    userDto = UserDtoOutput()
+
+
+class EmptyOutput(serializers.Serializer[Any]):
+    pass
+
+
+def user_dto(user: User) -> dict[str, Any]:
+    return {
+        "id": user.pk,
+        "kind": user.kind,
+        "email": user.email,
+        "username": user.username,
+        "firstName": user.first_name,
+        "lastName": user.last_name,
+        "phone": user.phone,
+        "emailConfirmed": user.email_confirmed,
+        "twoFactorEnabled": user.two_factor_enabled,
+        "profileIncompleted": user.kind == User.Kind.USER
+        and not (user.first_name and user.last_name and user.phone),
+        "resetPasswordRequired": user.reset_password_required,
+        "roles": [role_of(user)],
+    }
+
+
+def login_success(user: User, tokens: TokenPair) -> dict[str, Any]:
+    return {**tokens.as_json(), "userDto": user_dto(user)}
+
+
+class AdapterCreateInput(Input):
+    login = serializers.CharField(max_length=150, required=False, trim_whitespace=False)
+
+
+class AdapterCredentialsOutput(serializers.Serializer[Any]):
+    adapterId = serializers.IntegerField()
+    login = serializers.CharField()
+    password = serializers.CharField(help_text="Shown only in this response.")
+
+
+class AdapterPasswordOutput(serializers.Serializer[Any]):
+    password = serializers.CharField(help_text="The new password, shown only in this response.")
+
+
+class AdapterUpdateInput(Input):
+    active = serializers.BooleanField()
+
+
+class RouteCreateInput(Input):
+    senderAdapterId = serializers.IntegerField(min_value=1)
+
+
+class QueueOutput(serializers.Serializer[Any]):
+    available = serializers.IntegerField()
+    inFlight = serializers.IntegerField()
+    delayed = serializers.IntegerField()
+    deadLettered = serializers.IntegerField()
+    oldestAgeSeconds = serializers.IntegerField(allow_null=True)
+
+
+class AdapterOutput(serializers.Serializer[Any]):
+    adapterId = serializers.IntegerField()
+    login = serializers.CharField()
+    active = serializers.BooleanField()
+    createdAt = serializers.DateTimeField()
+    lastSignInAt = serializers.DateTimeField(allow_null=True)
+    activeSessions = serializers.IntegerField()
+    queue = QueueOutput()
+    allowedSenderIds = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Adapters of other owners granted a route to this one.",
+    )
+
+
+class AdapterListOutput(serializers.Serializer[Any]):
+    adapters = AdapterOutput(many=True)

@@ -1,0 +1,288 @@
+"""The accounts API: signing in, keeping a token pair, and cabinet users' adapters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.api.serializers import (
+    AdapterCreateInput,
+    AdapterCredentialsOutput,
+    AdapterListOutput,
+    AdapterOutput,
+    AdapterPasswordOutput,
+    AdapterUpdateInput,
+    EmptyOutput,
+    LoginEmailInput,
+    LoginSuccessOutput,
+    LoginUsernameInput,
+    RefreshTokenInput,
+    RouteCreateInput,
+    TokenPairOutput,
+    login_success,
+)
+from accounts.authentication import AuthenticatedRequest
+from accounts.devices import DEVICE_ID_HEADER, client_ip, device_of
+from accounts.permissions import IsCabinetUser
+from accounts.selectors import AdapterSummary, adapters_for_owner
+from accounts.services.accounts import account_set_active
+from accounts.services.adapters import (
+    adapter_create,
+    adapter_delete,
+    adapter_for_owner,
+    adapter_password_rotate,
+)
+from accounts.services.sessions import session_logout, session_refresh
+from accounts.services.sign_in import IdentifierKind, sign_in
+from exchange.services.routes import route_grant, route_withdraw
+from platform_site.ratelimits import Limit, RateLimitedApiMixin
+from platform_site.serializers import problem_responses
+from platform_site.timestamps import rfc3339
+
+DEVICE_HEADER = OpenApiParameter(
+    DEVICE_ID_HEADER,
+    str,
+    OpenApiParameter.HEADER,
+    description="Binds the session to a device or adapter instance (1..128 printable ASCII). "
+    "Without it the session is bound to a fingerprint of User-Agent and client IP.",
+)
+
+
+class AuthApi(RateLimitedApiMixin, APIView):
+    """Unauthenticated endpoints, limited per client IP and per account named in the body."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    identifier_field: str | None = None
+
+    def rate_limits(self, request: Request) -> list[Limit]:
+        limits = [Limit("auth-ip", client_ip(request._request), settings.ACCOUNTS_RATE_LIMIT_IP)]
+        identifier = request.data.get(self.identifier_field) if self.identifier_field else None
+        if isinstance(identifier, str):
+            # E-mail addresses match whatever their case, logins exactly: so do their counters.
+            if self.identifier_field == "email":
+                identifier = identifier.strip().lower()
+            account = f"{self.identifier_field}:{identifier}"
+            limits.append(Limit("auth-account", account, settings.ACCOUNTS_RATE_LIMIT_ACCOUNT))
+        return limits
+
+
+class LoginApi(AuthApi):
+    kind: IdentifierKind
+
+    def sign_in(self, request: Request, identifier: str, password: str) -> Response:
+        result = sign_in(
+            kind=self.kind,
+            identifier=identifier,
+            password=password,
+            device=device_of(request._request),
+            request=request._request,
+        )
+        return Response(login_success(result.user, result.tokens))
+
+
+class LoginEmailApi(LoginApi):
+    kind = "email"
+    identifier_field = "email"
+
+    @extend_schema(
+        operation_id="login_email",
+        summary="Sign in with e-mail and password (cabinet users)",
+        request=LoginEmailInput,
+        responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 423, 429)},
+        parameters=[DEVICE_HEADER],
+        tags=["auth"],
+    )
+    def post(self, request: Request) -> Response:
+        data = LoginEmailInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        return self.sign_in(request, data.validated_data["email"], data.validated_data["password"])
+
+
+class LoginUsernameApi(LoginApi):
+    kind = "username"
+    identifier_field = "username"
+
+    @extend_schema(
+        operation_id="login_username",
+        summary="Sign in with login and password (adapters and cabinet users)",
+        request=LoginUsernameInput,
+        responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 423, 429)},
+        parameters=[DEVICE_HEADER],
+        tags=["auth"],
+    )
+    def post(self, request: Request) -> Response:
+        data = LoginUsernameInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        return self.sign_in(
+            request, data.validated_data["username"], data.validated_data["password"]
+        )
+
+
+class RefreshApi(AuthApi):
+    @extend_schema(
+        operation_id="token_refresh",
+        summary="Exchange the refresh token for a new pair (the old refresh token dies)",
+        request=RefreshTokenInput,
+        responses={200: TokenPairOutput, **problem_responses(400, 401, 429)},
+        parameters=[DEVICE_HEADER],
+        tags=["auth"],
+    )
+    def post(self, request: Request) -> Response:
+        data = RefreshTokenInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        pair = session_refresh(
+            refresh_token=data.validated_data["refreshToken"], device=device_of(request._request)
+        )
+        return Response(pair.as_json())
+
+
+class LogoutApi(AuthApi):
+    @extend_schema(
+        operation_id="logout",
+        summary="End the session of this refresh token: both of its tokens stop working",
+        request=RefreshTokenInput,
+        responses={200: EmptyOutput, **problem_responses(400, 401, 429)},
+        tags=["auth"],
+    )
+    def post(self, request: Request) -> Response:
+        data = RefreshTokenInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        session_logout(refresh_token=data.validated_data["refreshToken"])
+        return Response({})
+
+
+def adapter_json(summary: AdapterSummary) -> dict[str, Any]:
+    adapter = summary.adapter
+    return {
+        "adapterId": adapter.pk,
+        "login": adapter.username,
+        "active": adapter.is_active,
+        "createdAt": rfc3339(adapter.date_joined),
+        "lastSignInAt": None if adapter.last_login is None else rfc3339(adapter.last_login),
+        "activeSessions": summary.active_sessions,
+        "queue": summary.queue.as_json(),
+        "allowedSenderIds": summary.allowed_sender_ids,
+    }
+
+
+class CabinetApi(APIView):
+    permission_classes = [IsCabinetUser]
+
+
+class AdaptersApi(CabinetApi):
+    @extend_schema(
+        operation_id="adapters_list",
+        summary="Your adapters with their queue figures",
+        responses={200: AdapterListOutput, **problem_responses(401, 403)},
+        tags=["adapters"],
+    )
+    def get(self, request: AuthenticatedRequest) -> Response:
+        return Response(
+            {"adapters": [adapter_json(s) for s in adapters_for_owner(owner=request.user)]}
+        )
+
+    @extend_schema(
+        operation_id="adapters_create",
+        summary="Create an adapter; its password is shown in this response only",
+        request=AdapterCreateInput,
+        responses={201: AdapterCredentialsOutput, **problem_responses(400, 401, 403, 409)},
+        tags=["adapters"],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        data = AdapterCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        credentials = adapter_create(owner=request.user, login=data.validated_data.get("login"))
+        return Response(
+            {
+                "adapterId": credentials.adapter_id,
+                "login": credentials.login,
+                "password": credentials.password,
+            },
+            status=201,
+        )
+
+
+class AdapterApi(CabinetApi):
+    @extend_schema(
+        operation_id="adapters_update",
+        summary="Disable (active: false; its sessions end) or enable an adapter",
+        request=AdapterUpdateInput,
+        responses={200: AdapterOutput, **problem_responses(400, 401, 403, 404)},
+        tags=["adapters"],
+    )
+    def patch(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
+        adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
+        data = AdapterUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        account_set_active(user=adapter, active=data.validated_data["active"])
+        [summary] = [
+            s for s in adapters_for_owner(owner=request.user) if s.adapter.pk == adapter.pk
+        ]
+        return Response(adapter_json(summary))
+
+    @extend_schema(
+        operation_id="adapters_delete",
+        summary="Delete an adapter with its waiting messages",
+        responses={200: EmptyOutput, **problem_responses(401, 403, 404)},
+        tags=["adapters"],
+    )
+    def delete(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
+        adapter_delete(adapter=adapter_for_owner(owner=request.user, adapter_id=adapter_id))
+        return Response({})
+
+
+class AdapterPasswordApi(CabinetApi):
+    @extend_schema(
+        operation_id="adapters_password_rotate",
+        summary="Give the adapter a new password (shown only here); its sessions end",
+        request=None,
+        responses={200: AdapterPasswordOutput, **problem_responses(401, 403, 404)},
+        tags=["adapters"],
+    )
+    def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
+        adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
+        return Response({"password": adapter_password_rotate(adapter=adapter)})
+
+
+class AdapterRoutesApi(CabinetApi):
+    @extend_schema(
+        operation_id="adapters_routes_grant",
+        summary="Let another owner's adapter send to this adapter",
+        request=RouteCreateInput,
+        responses={
+            201: RouteCreateInput,
+            200: RouteCreateInput,
+            **problem_responses(400, 401, 403, 404),
+        },
+        tags=["adapters"],
+    )
+    def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
+        adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
+        data = RouteCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        route, created = route_grant(
+            recipient=adapter,
+            sender_id=data.validated_data["senderAdapterId"],
+            granted_by=request.user,
+        )
+        return Response({"senderAdapterId": route.sender_id}, status=201 if created else 200)
+
+
+class AdapterRouteApi(CabinetApi):
+    @extend_schema(
+        operation_id="adapters_routes_withdraw",
+        summary="Withdraw a route: that adapter may no longer send to this one",
+        responses={200: EmptyOutput, **problem_responses(401, 403, 404)},
+        tags=["adapters"],
+    )
+    def delete(self, request: AuthenticatedRequest, adapter_id: int, sender_id: int) -> Response:
+        adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
+        route_withdraw(recipient=adapter, sender_id=sender_id)
+        return Response({})

@@ -1,0 +1,62 @@
+"""The API's one authentication: Bearer access tokens, each checked against its live session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from accounts.devices import Device, device_of
+from accounts.models import Session, User
+from accounts.selectors import session_authenticate
+from accounts.services.tokens import Claims, access_token_decode
+from platform_site.errors import TokenMalformed
+
+
+@dataclass(frozen=True)
+class Auth:
+    """``request.auth`` of an authenticated request."""
+
+    claims: Claims
+    session: Session
+    device: Device
+
+
+if TYPE_CHECKING:
+
+    class AuthenticatedRequest(Request):
+        """What views behind AccessTokenAuthentication and a role permission receive."""
+
+        @property
+        def user(self) -> User: ...
+        @user.setter
+        def user(self, value: User) -> None: ...
+        @property
+        def auth(self) -> Auth: ...
+        @auth.setter
+        def auth(self, value: Auth) -> None: ...
+
+else:
+    AuthenticatedRequest = Request
+
+
+class AccessTokenAuthentication(BaseAuthentication):
+    """``Authorization: Bearer <accessToken>``; no header at all is TOKEN_MISSING (401)."""
+
+    def authenticate(self, request: Request) -> tuple[User, Auth] | None:
+        header = request.META.get("HTTP_AUTHORIZATION")
+        if header is None:
+            return None
+        scheme, _, token = header.partition(" ")
+        # One scheme, one space, one token: anything else (line breaks, two tokens) is malformed.
+        if scheme.lower() != "bearer" or not token or " " in token:
+            raise TokenMalformed()
+        claims = access_token_decode(token)
+        device = device_of(request._request)
+        session = session_authenticate(claims=claims, device=device)
+        return session.user, Auth(claims=claims, session=session, device=device)
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'

@@ -1,0 +1,95 @@
+"""The accounts domain's errors, each with the stable code of the contract."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from platform_site.errors import ApplicationError, RateLimited
+from platform_site.timestamps import rfc3339
+
+
+class BadCredentials(ApplicationError):
+    status = 401
+    code = "BAD_CREDENTIALS"
+    default_detail = "The login or password is wrong."
+
+
+class AccountLocked(ApplicationError):
+    status = 423
+    code = "ACCOUNT_LOCKED"
+    default_detail = "Too many wrong passwords: the account is locked until lockedUntil."
+
+    def __init__(self, *, locked_until: datetime) -> None:
+        super().__init__(extra={"lockedUntil": rfc3339(locked_until)})
+        self.locked_until = locked_until
+
+
+class SignInBusy(RateLimited):
+    default_detail = "Other sign-ins to this account are being checked; retry in a moment."
+
+    def __init__(self) -> None:
+        super().__init__(retry_after_seconds=1)
+
+
+class AccountDisabled(ApplicationError):
+    status = 403
+    code = "ACCOUNT_DISABLED"
+    default_detail = "The account is disabled."
+
+
+class AccountExpired(ApplicationError):
+    status = 403
+    code = "ACCOUNT_EXPIRED"
+    default_detail = "The account has expired."
+
+
+class CredentialsExpired(ApplicationError):
+    status = 401
+    code = "ACTION_RESET_PASSWORD"
+    default_detail = "The password has expired: reset it to sign in again."
+
+
+class TokenExpired(ApplicationError):
+    status = 401
+    code = "TOKEN_EXPIRED"
+    default_detail = (
+        "The token has expired: refresh the pair, or sign in again if refreshing fails."
+    )
+
+
+class TokenRevoked(ApplicationError):
+    status = 401
+    code = "TOKEN_REVOKED"
+    default_detail = "The session of this token has ended: sign in again."
+
+
+class DeviceMismatch(ApplicationError):
+    status = 401
+    code = "DEVICE_MISMATCH"
+    default_detail = "The token belongs to another device: send the X-Device-ID it was issued for."
+
+
+class RefreshTokenReused(ApplicationError):
+    status = 401
+    code = "REFRESH_TOKEN_REUSED"
+    default_detail = "This refresh token was already used: the session is revoked, sign in again."
+
+
+class InvalidDeviceId(ApplicationError):
+    code = "VALIDATION_FAILED"
+    default_detail = "X-Device-ID must be 1 to 128 printable ASCII characters."
+
+    def __init__(self) -> None:
+        super().__init__(extra={"errors": {"X-Device-ID": [self.default_detail]}})
+
+
+class LoginTaken(ApplicationError):
+    status = 409
+    code = "LOGIN_TAKEN"
+    default_detail = "Another account already uses this login."
+
+
+class AdapterNotFound(ApplicationError):
+    status = 404
+    code = "NOT_FOUND"
+    default_detail = "You have no adapter with this id."

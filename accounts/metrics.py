@@ -1,0 +1,11 @@
+"""The accounts domain's Prometheus series (correct across gunicorn workers: counters only)."""
+
+from prometheus_client import Counter
+
+sign_ins = Counter(
+    "platform_sign_ins",
+    "Sign-in attempts by outcome (success, bad_credentials, locked, disabled, expired, "
+    "credentials_expired)",
+    ["outcome"],
+)
+lockouts = Counter("platform_account_lockouts", "Accounts locked by consecutive wrong passwords")

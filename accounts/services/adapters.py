@@ -1,0 +1,75 @@
+"""Adapters: client systems owned by a cabinet user, signing in with a generated password."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from accounts.errors import AdapterNotFound, LoginTaken
+from accounts.models import User
+from accounts.services.passwords import password_generate
+from accounts.services.sessions import sessions_revoke_for_user
+from platform_site.errors import ValidationFailed
+
+
+@dataclass(frozen=True)
+class AdapterCredentials:
+    """What the owner sees once: the password is not stored anywhere in clear."""
+
+    adapter_id: int
+    login: str
+    password: str
+
+
+def _login_generate() -> str:
+    return f"adapter-{secrets.token_hex(4)}"
+
+
+def adapter_create(*, owner: User, login: str | None = None) -> AdapterCredentials:
+    """Create an adapter for ``owner``; the generated password is in the result and nowhere else."""
+    if owner.kind != User.Kind.USER:
+        raise ValidationFailed({"owner": ["Only a cabinet user can own adapters."]})
+    chosen = login or _login_generate()
+    try:
+        UnicodeUsernameValidator()(chosen)
+    except ValidationError as error:
+        raise ValidationFailed({"login": list(error.messages)}) from None
+    password = password_generate()
+    adapter = User(kind=User.Kind.ADAPTER, owner=owner, username=chosen)
+    adapter.set_password(password)
+    try:
+        with transaction.atomic():
+            adapter.save()
+    except IntegrityError:
+        raise LoginTaken() from None
+    return AdapterCredentials(adapter_id=adapter.pk, login=adapter.username, password=password)
+
+
+def adapter_for_owner(*, owner: User, adapter_id: int) -> User:
+    """``owner``'s adapter ``adapter_id``; anybody else's is AdapterNotFound, like a missing one."""
+    adapter = User.objects.filter(pk=adapter_id, kind=User.Kind.ADAPTER, owner=owner).first()
+    if adapter is None:
+        raise AdapterNotFound()
+    return adapter
+
+
+@transaction.atomic
+def adapter_password_rotate(*, adapter: User) -> str:
+    """Give ``adapter`` a new generated password and return it; the old one and every session
+    signed in with it stop working. For an adapter this is the password reset: expired
+    credentials are renewed."""
+    password = password_generate()
+    adapter.set_password(password)
+    adapter.credentials_expire_at = None
+    adapter.save(update_fields=["password", "password_changed_at", "credentials_expire_at"])
+    sessions_revoke_for_user(user=adapter, reason="password_rotated")
+    return password
+
+
+def adapter_delete(*, adapter: User) -> None:
+    """Delete ``adapter`` with its sessions, routes and waiting messages."""
+    adapter.delete()

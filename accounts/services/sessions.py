@@ -1,0 +1,132 @@
+"""Sessions: the server-side row behind every token pair, its rotation and its end."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import NoReturn
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.devices import Device
+from accounts.errors import DeviceMismatch, RefreshTokenReused, TokenExpired, TokenRevoked
+from accounts.models import Session, User
+from accounts.services.tokens import Claims, TokenPair, refresh_token_decode, token_pair_issue
+from platform_site.errors import TokenMalformed
+
+# Two refreshes of one token in flight together (two threads of one client): the loser finds its
+# token rotated moments ago by the winner, from the same device. Within this window that is a
+# race, refused without ending the winner's session; any later presentation is a replay. The
+# window is short because it is also how long a thief who refreshed first is not caught by the
+# genuine client's next refresh (docs/adapters.md, "Refreshing").
+REFRESH_RACE_SECONDS = 2
+
+
+def session_start(*, user: User, device: Device) -> tuple[Session, TokenPair]:
+    now = timezone.now()
+    session = Session.objects.create(
+        user=user,
+        device_key=device.key,
+        device_id=device.device_id,
+        user_agent=device.user_agent,
+        ip=device.ip or None,
+        created_at=now,
+        last_used_at=now,
+        expires_at=now + timedelta(seconds=settings.SESSION_MAX_AGE_SECONDS),
+        refresh_jti=uuid.uuid4(),
+    )
+    pair = token_pair_issue(
+        user=user,
+        session_id=session.pk,
+        refresh_jti=session.refresh_jti,
+        session_expires_at=session.expires_at,
+        now=now,
+    )
+    return session, pair
+
+
+def session_refresh(*, refresh_token: str, device: Device) -> TokenPair:
+    """Rotate the refresh token of its session: exactly one caller wins per token.
+
+    The swap is one conditional UPDATE (row lock, re-checked after a concurrent commit). A token
+    that is no longer the current one is a replay and revokes the whole session, unless it is the
+    one rotated just now by a parallel refresh.
+    """
+    claims = refresh_token_decode(refresh_token)
+    try:
+        presented = uuid.UUID(hex=claims.jti)
+    except ValueError:
+        raise TokenMalformed() from None
+    now = timezone.now()
+    new_jti = uuid.uuid4()
+    rotated = Session.objects.filter(
+        pk=claims.session_id,
+        user_id=claims.user_id,
+        refresh_jti=presented,
+        revoked_at__isnull=True,
+        expires_at__gt=now,
+        device_key=device.key,
+        user__is_active=True,
+    ).update(
+        refresh_jti=new_jti, previous_refresh_jti=presented, refreshed_at=now, last_used_at=now
+    )
+    if rotated:
+        session = Session.objects.select_related("user").get(pk=claims.session_id)
+        # The role is read again: an administrator may have required a password change.
+        return token_pair_issue(
+            user=session.user,
+            session_id=session.pk,
+            refresh_jti=new_jti,
+            session_expires_at=session.expires_at,
+            now=now,
+        )
+    _refuse(claims=claims, presented=presented, device=device)
+
+
+def _refuse(*, claims: Claims, presented: uuid.UUID, device: Device) -> NoReturn:
+    session = (
+        Session.objects.select_related("user")
+        .filter(pk=claims.session_id, user_id=claims.user_id)
+        .first()
+    )
+    now = timezone.now()
+    if session is None or session.revoked_at is not None or not session.user.is_active:
+        raise TokenRevoked()
+    if session.expires_at <= now:
+        raise TokenExpired("The session has reached its maximum age: sign in again.")
+    if session.device_key != device.key:
+        raise DeviceMismatch()
+    if (
+        session.previous_refresh_jti == presented
+        and session.refreshed_at is not None
+        and now - session.refreshed_at < timedelta(seconds=REFRESH_RACE_SECONDS)
+    ):
+        raise TokenRevoked("A parallel refresh has just rotated this refresh token; use its pair.")
+    session_revoke(session_id=session.pk, reason="refresh_reuse")
+    raise RefreshTokenReused()
+
+
+def session_logout(*, refresh_token: str) -> None:
+    """End the session of ``refresh_token``; idempotent. Possession of the token is the proof."""
+    claims = refresh_token_decode(refresh_token)
+    Session.objects.filter(
+        pk=claims.session_id, user_id=claims.user_id, revoked_at__isnull=True
+    ).update(revoked_at=timezone.now(), revoked_reason="logout")
+
+
+def session_revoke(*, session_id: uuid.UUID, reason: str) -> bool:
+    updated = Session.objects.filter(pk=session_id, revoked_at__isnull=True).update(
+        revoked_at=timezone.now(), revoked_reason=reason
+    )
+    return bool(updated)
+
+
+@transaction.atomic
+def sessions_revoke_for_user(*, user: User, reason: str, keep: uuid.UUID | None = None) -> int:
+    """End every live session of ``user`` but ``keep``; their tokens fail on the next request."""
+    sessions = Session.objects.filter(user=user, revoked_at__isnull=True)
+    if keep is not None:
+        sessions = sessions.exclude(pk=keep)
+    return sessions.update(revoked_at=timezone.now(), revoked_reason=reason)

@@ -1,0 +1,205 @@
+"""Where one request's CPU goes: the exchange's hot path in one process, one thread, no sockets.
+
+    .venv/bin/python bench/hotpath.py [--requests N]
+
+It builds the ``exchange_bench`` database as bench/exchange.py does, runs Django in this process
+with bench.settings, and calls each endpoint through Django's test client: CPU and wall ms per
+request for the bare view, whoami, receive and ACK (batch 1 and 100), then a cProfile of CPU time
+for each: the share of a request spent in the platform's main steps, and the top functions. The
+figures leave out gunicorn and the network; the test client adds a little to every request alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import logging
+import os
+import pstats
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if sys.path and Path(sys.path[0] or ".").resolve() == ROOT / "bench":
+    sys.path[0] = str(ROOT)  # bench/exchange.py must not hide the platform's exchange package
+
+# The platform's steps a request goes through: (label, file ending, function name).
+STEPS = [
+    ("middleware stack (all of it)", "platform_site/observability.py", "__call__"),
+    ("DRF dispatch (view, auth, parsing)", "rest_framework/views.py", "dispatch"),
+    ("authentication (JWT + session)", "accounts/authentication.py", "authenticate"),
+    ("  JWT decode (simplejwt/PyJWT)", "accounts/services/tokens.py", "access_token_decode"),
+    ("  session query (ORM)", "accounts/selectors.py", "session_authenticate"),
+    ("rate limit (cache counter)", "platform_site/ratelimits.py", "rate_limit_hit"),
+    ("ORM: SQL compilation", "django/db/models/sql/compiler.py", "as_sql"),
+    ("ORM: model instances from rows", "django/db/models/base.py", "from_db"),
+    ("database calls (psycopg execute)", "psycopg/cursor.py", "execute"),
+    ("receive service (claim SQL + rows)", "exchange/services/messages.py", "messages_receive"),
+    ("  long-poll listener bookkeeping", "exchange/wakeups.py", "expect"),
+    ("ACK service (SQL)", "exchange/services/messages.py", "messages_ack"),
+    ("input serializers (is_valid)", "rest_framework/serializers.py", "is_valid"),
+    ("JSON body parsing", "platform_site/parsers.py", "parse"),
+    ("response rendering (DRF JSON)", "rest_framework/renderers.py", "render"),
+    ("request log line", "platform_site/observability.py", "_log"),
+    ("Prometheus metrics", "prometheus_client/metrics.py", "inc"),
+]
+
+
+def measure(call: Callable[[], Any], count: int) -> tuple[float, float]:
+    """(CPU ms, wall ms) per call."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(count):
+        call()
+    return (
+        1000 * (time.process_time() - cpu) / count,
+        1000 * (time.perf_counter() - wall) / count,
+    )
+
+
+def profile_of(call: Callable[[], Any], count: int) -> pstats.Stats:
+    profiler = cProfile.Profile(time.process_time)  # CPU time: waits on the database drop out
+    profiler.enable()
+    for _ in range(count):
+        call()
+    profiler.disable()
+    return pstats.Stats(profiler)
+
+
+def breakdown(stats: pstats.Stats, count: int, top: int) -> list[str]:
+    table: dict[tuple[str, int, str], tuple[int, int, float, float, Any]]
+    table = stats.stats  # type: ignore[attr-defined]
+    total = max(
+        (cumulative for (_, _, name), (*_, cumulative, _) in table.items() if name == "generic"),
+        default=0.0,
+    )
+    total = total or max(cumulative for *_, cumulative, _ in table.values())
+    lines = [f"    {'step':<40} {'share':>6} {'ms/req (profiled)':>18}"]
+    for label, ending, function in STEPS:
+        cumulative = sum(
+            value[3]
+            for (filename, _, name), value in table.items()
+            if name == function and filename.endswith(ending)
+        )
+        if cumulative:
+            share, each = 100 * cumulative / total, 1000 * cumulative / count
+            lines.append(f"    {label:<40} {share:5.1f}% {each:12.3f}")
+    lines.append("    top functions by own time:")
+    ranked = sorted(table.items(), key=lambda item: -item[1][2])[:top]
+    for (filename, line, name), (_, _, own, _, _) in ranked:
+        short = filename.split("site-packages/")[-1].replace(str(ROOT) + "/", "")
+        lines.append(f"      {100 * own / total:5.1f}%  {name} ({short}:{line})")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--requests", type=int, default=1000, help="calls per figure (1000)")
+    parser.add_argument("--top", type=int, default=12, help="functions listed per profile (12)")
+    parser.add_argument("--keep-db", action="store_true")
+    args = parser.parse_args(argv)
+    count: int = args.requests
+
+    from bench.exchange import (
+        database_drop,
+        database_prepare,
+        manage,
+        principals_create,
+        queue_fill,
+    )
+
+    database_url, where = database_prepare()
+    manage(database_url, "migrate", "--no-input", "-v", "0")
+    consumers, sender = principals_create(database_url, 1)
+    consumer = consumers[0]
+    # Warm-up, measured and profiled calls: about 17 messages per batch-1 call, with room.
+    queue_fill(database_url, [consumer.adapter_id], sender.adapter_id, 20 * count + 5000)
+    os.environ.update(
+        DATABASE_URL=database_url,
+        DJANGO_SETTINGS_MODULE="bench.settings",
+        ALLOWED_HOSTS="testserver,127.0.0.1",
+        DEBUG="false",
+        LOG_LEVEL="WARNING",
+        EXCHANGE_RATE_LIMIT="100000000/m",
+        JWT_ACCESS_TTL_SECONDS="86400",
+    )
+    try:
+        import django
+
+        django.setup()
+        from django.test import Client
+
+        client = Client(HTTP_X_DEVICE_ID="hotpath")
+        signed = client.post(
+            "/api/auth/login/username",
+            {"username": consumer.login, "password": consumer.password},
+            content_type="application/json",
+        )
+        token = signed.json()["accessToken"]
+        auth = {"HTTP_AUTHORIZATION": f"Bearer {token}", "HTTP_X_DEVICE_ID": "hotpath"}
+        held: list[str] = []
+
+        def bare() -> None:
+            client.get("/bench/bare")
+
+        def whoami() -> None:
+            assert client.get("/api/exchange/whoami", **auth).status_code == 200  # type: ignore[arg-type]
+
+        def receive(batch: int) -> Callable[[], None]:
+            def call() -> None:
+                response = client.get(f"/api/exchange/messages?max={batch}", **auth)  # type: ignore[arg-type]
+                held.extend(message["messageId"] for message in response.json()["messages"])
+
+            return call
+
+        def ack(batch: int) -> Callable[[], None]:
+            def call() -> None:
+                ids = [held.pop() for _ in range(min(batch, len(held)))]
+                client.post(
+                    "/api/exchange/messages/ack",
+                    {"messageIds": ids},
+                    content_type="application/json",
+                    **auth,  # type: ignore[arg-type]
+                )
+
+            return call
+
+        cases: list[tuple[str, Callable[[], None], int]] = [
+            ("GET /bench/bare", bare, count),
+            ("GET /api/exchange/whoami", whoami, count),
+            ("GET /api/exchange/messages?max=1", receive(1), count),
+            ("POST /api/exchange/messages/ack (1 id)", ack(1), count),
+            ("GET /api/exchange/messages?max=100", receive(100), count // 10),
+            ("POST /api/exchange/messages/ack (100 ids)", ack(100), count // 10),
+        ]
+        for _, call, _ in cases:  # warm up: imports, pool, prepared caches
+            for _ in range(20):
+                call()
+        print(f"Hot path in one process ({where}); {count} calls per figure (batch 100: /10)")
+        print(f"  {'request':<44} {'CPU ms':>8} {'wall ms':>8}")
+        figures: dict[str, float] = {}
+        for name, call, calls in cases:
+            cpu, wall = measure(call, calls)
+            figures[name] = cpu
+            print(f"  {name:<44} {cpu:8.3f} {wall:8.3f}")
+        print()
+        for name, call, calls in cases[1:]:
+            stats = profile_of(call, max(1, calls // 2))
+            print(f"  {name}: cProfile of CPU time (inflated by the profiler; shares hold)")
+            print("\n".join(breakdown(stats, max(1, calls // 2), args.top)))
+            print()
+    finally:
+        if not args.keep_db:
+            from django.db import connections
+
+            # The long-poll listener's connection dies with the database: not worth a warning.
+            logging.getLogger("exchange.wakeups").setLevel(logging.ERROR)
+            connections.close_all()
+            database_drop(database_url)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,17 @@
+"""The platform's URLs plus /bench/bare: a plain Django view, the floor of any request."""
+
+from django.http import HttpRequest, JsonResponse
+from django.urls import path
+
+from platform_site.urls import urlpatterns as platform_urlpatterns
+
+
+def bare(request: HttpRequest) -> JsonResponse:
+    """No DRF, no authentication, no database: Django and its middleware only."""
+    return JsonResponse({"ok": True})
+
+
+urlpatterns = [*platform_urlpatterns, path("bench/bare", bare)]
+
+handler404 = "platform_site.errors.handler404"
+handler500 = "platform_site.errors.handler500"

@@ -1,0 +1,135 @@
+"""Request and response shapes of the exchange API."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, cast
+
+from rest_framework import serializers
+
+from platform_site.serializers import Input
+
+MAX_BATCH = 100
+MAX_LEASE_SECONDS = 43200
+MAX_HEADERS = 32
+
+
+class ReceiveInput(Input):
+    max = serializers.IntegerField(min_value=1, max_value=MAX_BATCH, default=1)
+    waitSeconds = serializers.IntegerField(min_value=0, max_value=20, default=0)
+    leaseSeconds = serializers.IntegerField(min_value=1, max_value=MAX_LEASE_SECONDS, default=30)
+
+
+class SendInput(Input):
+    to = serializers.IntegerField(min_value=1, help_text="The recipient's adapterId.")
+    type = serializers.CharField(max_length=128)
+    payload = serializers.JSONField(
+        help_text="Any JSON value but null, up to EXCHANGE_MAX_PAYLOAD_BYTES."
+    )
+    headers = serializers.DictField(
+        child=serializers.CharField(max_length=1024, allow_blank=True), required=False, default=dict
+    )
+
+    def validate_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        if len(headers) > MAX_HEADERS:
+            raise serializers.ValidationError(f"At most {MAX_HEADERS} headers.")
+        if any(not key or len(key) > 64 for key in headers):
+            raise serializers.ValidationError("Header names are 1 to 64 characters.")
+        return headers
+
+
+class SentOutput(serializers.Serializer[Any]):
+    messageId = serializers.UUIDField()
+    duplicate = serializers.BooleanField(required=False, help_text="Present (true) on a replay.")
+
+
+class DeliveryOutput(serializers.Serializer[Any]):
+    messageId = serializers.UUIDField()
+    receiptHandle = serializers.CharField(help_text="Names this delivery for nack and lease.")
+    deliveryCount = serializers.IntegerField()
+    redelivered = serializers.BooleanField()
+    enqueuedAt = serializers.DateTimeField()
+    leaseExpiresAt = serializers.DateTimeField()
+    sender = serializers.IntegerField(allow_null=True, help_text="The sender's adapterId.")
+    type = serializers.CharField()
+    headers = serializers.DictField(child=serializers.CharField())
+    payload = serializers.JSONField()
+
+
+class ReceiveOutput(serializers.Serializer[Any]):
+    messages = DeliveryOutput(many=True)
+
+
+class MessageIdsField(serializers.ListField):
+    """1 to MAX_BATCH UUIDs, checked in one plain loop: an ACK of 100 ids is a hot request, and
+    a UUIDField per item cost more than the ACK's SQL."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            child=serializers.UUIDField(), min_length=1, max_length=MAX_BATCH, **kwargs
+        )
+
+    def to_internal_value(self, data: Any) -> list[uuid.UUID]:
+        if isinstance(data, str) or not isinstance(data, list):
+            self.fail("not_a_list", input_type=type(data).__name__)
+        ids: list[uuid.UUID] = []
+        errors: dict[int, list[str]] = {}
+        for index, item in enumerate(data):
+            try:
+                if not isinstance(item, str):
+                    raise ValueError(item)
+                ids.append(uuid.UUID(item))
+            except ValueError:
+                errors[index] = ["Must be a valid UUID."]
+        if errors:
+            raise serializers.ValidationError(
+                cast(Any, errors)
+            )  # indexes, as ListField reports them
+        return ids
+
+
+class AckInput(Input):
+    messageIds = MessageIdsField()
+
+
+class ResultOutput(serializers.Serializer[Any]):
+    messageId = serializers.UUIDField()
+    status = serializers.CharField()
+    leaseExpiresAt = serializers.DateTimeField(required=False)
+
+
+class ResultsOutput(serializers.Serializer[Any]):
+    results = ResultOutput(many=True)
+
+
+class ReleaseInput(Input):
+    receiptHandles = serializers.ListField(
+        child=serializers.CharField(max_length=64), min_length=1, max_length=MAX_BATCH
+    )
+    delaySeconds = serializers.IntegerField(min_value=0, max_value=MAX_LEASE_SECONDS, default=0)
+
+
+class LeaseInput(Input):
+    receiptHandles = serializers.ListField(
+        child=serializers.CharField(max_length=64), min_length=1, max_length=MAX_BATCH
+    )
+    leaseSeconds = serializers.IntegerField(min_value=1, max_value=MAX_LEASE_SECONDS)
+
+
+class WhoAmIOutput(serializers.Serializer[Any]):
+    adapterId = serializers.IntegerField()
+    login = serializers.CharField()
+    ownerId = serializers.IntegerField()
+    sessionId = serializers.UUIDField()
+    deviceId = serializers.CharField(
+        allow_null=True, help_text="X-Device-ID, or null for a fingerprint."
+    )
+    accessTokenExpiresAt = serializers.DateTimeField()
+
+
+class StatsOutput(serializers.Serializer[Any]):
+    available = serializers.IntegerField()
+    inFlight = serializers.IntegerField()
+    delayed = serializers.IntegerField()
+    deadLettered = serializers.IntegerField()
+    oldestAgeSeconds = serializers.IntegerField(allow_null=True)

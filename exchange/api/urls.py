@@ -1,0 +1,13 @@
+from django.urls import path
+
+from exchange.api import views
+
+urlpatterns = [
+    path("whoami", views.WhoAmIApi.as_view()),
+    path("messages", views.MessagesApi.as_view()),
+    path("messages/ack", views.MessagesAckApi.as_view()),
+    path("messages/nack", views.MessagesNackApi.as_view()),
+    path("messages/lease", views.MessagesLeaseApi.as_view()),
+    path("messages/<uuid:message_id>/ack", views.MessageAckApi.as_view()),
+    path("stats", views.StatsApi.as_view()),
+]

@@ -1,0 +1,255 @@
+"""The exchange API: adapters send, receive and acknowledge messages."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.authentication import AuthenticatedRequest
+from accounts.permissions import IsAdapter
+from exchange.api.serializers import (
+    AckInput,
+    LeaseInput,
+    ReceiveInput,
+    ReceiveOutput,
+    ReleaseInput,
+    ResultOutput,
+    ResultsOutput,
+    SendInput,
+    SentOutput,
+    StatsOutput,
+    WhoAmIOutput,
+)
+from exchange.errors import MessageNotFound
+from exchange.selectors import queue_stats
+from exchange.services.messages import (
+    Receipt,
+    leases_extend,
+    message_send,
+    messages_ack,
+    messages_receive,
+    messages_release,
+    receipt_parse,
+)
+from platform_site.errors import ValidationFailed
+from platform_site.ratelimits import Limit, RateLimitedApiMixin
+from platform_site.serializers import problem_responses
+from platform_site.timestamps import rfc3339
+
+IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    description="1..255 printable ASCII characters. A replay with the same body answers 200 with "
+    "the first messageId and duplicate: true; with another body, 409 IDEMPOTENCY_KEY_REUSED.",
+)
+ERRORS = (400, 401, 403, 429)
+
+
+class ExchangeApi(RateLimitedApiMixin, APIView):
+    """Adapters only; every call counts against the adapter's EXCHANGE_RATE_LIMIT."""
+
+    permission_classes = [IsAdapter]
+
+    def rate_limits(self, request: Request) -> list[Limit]:
+        return [Limit("exchange", f"adapter:{request.user.pk}", settings.EXCHANGE_RATE_LIMIT)]
+
+
+class WhoAmIApi(ExchangeApi):
+    @extend_schema(
+        operation_id="exchange_whoami",
+        summary="Who this token signs in as: for monitoring the exchange API",
+        responses={200: WhoAmIOutput, **problem_responses(*ERRORS)},
+        tags=["exchange"],
+    )
+    def get(self, request: AuthenticatedRequest) -> Response:
+        adapter, auth = request.user, request.auth
+        return Response(
+            {
+                "adapterId": adapter.pk,
+                "login": adapter.username,
+                "ownerId": adapter.owner_id,
+                "sessionId": str(auth.session.pk),
+                "deviceId": auth.session.device_id or None,
+                "accessTokenExpiresAt": rfc3339(auth.claims.expires_at),
+            }
+        )
+
+
+class MessagesApi(ExchangeApi):
+    @extend_schema(
+        operation_id="exchange_receive",
+        summary="Receive: lease up to max messages, waiting up to waitSeconds for one",
+        description="Messages this X-Device-ID received and did not acknowledge come back first, "
+        "with redelivered: true, even inside their lease. After EXCHANGE_MAX_DELIVERIES "
+        "deliveries a message moves to the dead letters.",
+        parameters=[ReceiveInput],
+        responses={200: ReceiveOutput, **problem_responses(*ERRORS)},
+        tags=["exchange"],
+    )
+    def get(self, request: AuthenticatedRequest) -> HttpResponse:
+        query = ReceiveInput(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        deliveries = messages_receive(
+            adapter=request.user,
+            device_key=request.auth.device.key,
+            max_messages=query.validated_data["max"],
+            lease_seconds=query.validated_data["leaseSeconds"],
+            wait_seconds=query.validated_data["waitSeconds"],
+        )
+        # Each delivery is already its JSON, rendered by PostgreSQL (exchange/queries.py).
+        body = '{"messages":[' + ",".join(delivery.json for delivery in deliveries) + "]}"
+        response = HttpResponse(body, content_type="application/json")
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @extend_schema(
+        operation_id="exchange_send",
+        summary="Send a message to an adapter of your owner, or one that granted you a route",
+        request=SendInput,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={201: SentOutput, 200: SentOutput, **problem_responses(*ERRORS, 409, 413)},
+        tags=["exchange"],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        key = request.headers.get("Idempotency-Key")
+        if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
+            raise ValidationFailed({"Idempotency-Key": ["1 to 255 printable ASCII characters."]})
+        data = SendInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        if data.validated_data["payload"] is None:
+            raise ValidationFailed({"payload": ["This field may not be null."]})
+        sent = message_send(
+            sender=request.user,
+            to=data.validated_data["to"],
+            type=data.validated_data["type"],
+            payload=data.validated_data["payload"],
+            headers=data.validated_data["headers"],
+            idempotency_key=key,
+        )
+        if sent.duplicate:
+            return Response({"messageId": str(sent.message_id), "duplicate": True})
+        return Response({"messageId": str(sent.message_id)}, status=201)
+
+
+class MessagesAckApi(ExchangeApi):
+    @extend_schema(
+        operation_id="exchange_ack",
+        summary="Acknowledge messages: acked, alreadyAcked, deadLettered or notFound each",
+        request=AckInput,
+        responses={200: ResultsOutput, **problem_responses(*ERRORS)},
+        tags=["exchange"],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        data = AckInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        results = messages_ack(
+            adapter=request.user,
+            device_key=request.auth.device.key,
+            message_ids=data.validated_data["messageIds"],
+        )
+        return Response(
+            {"results": [{"messageId": str(mid), "status": status} for mid, status in results]}
+        )
+
+
+class MessageAckApi(ExchangeApi):
+    @extend_schema(
+        operation_id="exchange_ack_one",
+        summary="Acknowledge one message (200 acked or alreadyAcked, 404 otherwise)",
+        request=None,
+        responses={200: ResultOutput, **problem_responses(*ERRORS, 404)},
+        tags=["exchange"],
+    )
+    def post(self, request: AuthenticatedRequest, message_id: uuid.UUID) -> Response:
+        [(acked_id, status)] = messages_ack(
+            adapter=request.user, device_key=request.auth.device.key, message_ids=[message_id]
+        )
+        if status == "deadLettered":
+            raise MessageNotFound(
+                "The message was moved to the dead letters; its owner can redrive it."
+            )
+        if status == "notFound":
+            raise MessageNotFound()
+        return Response({"messageId": str(acked_id), "status": status})
+
+
+def _receipts(handles: list[str]) -> list[Receipt]:
+    receipts: list[Receipt] = []
+    errors: dict[str, list[str]] = {}
+    for index, handle in enumerate(handles):
+        receipt = receipt_parse(handle)
+        if receipt is None:
+            errors[f"receiptHandles[{index}]"] = ["Not a receipt handle of this server."]
+        else:
+            receipts.append(receipt)
+    if errors:
+        raise ValidationFailed(errors)
+    return receipts
+
+
+class MessagesNackApi(ExchangeApi):
+    @extend_schema(
+        operation_id="exchange_nack",
+        summary="Release leased messages now or after delaySeconds",
+        request=ReleaseInput,
+        responses={200: ResultsOutput, **problem_responses(*ERRORS)},
+        tags=["exchange"],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        data = ReleaseInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        results = messages_release(
+            adapter=request.user,
+            receipts=_receipts(data.validated_data["receiptHandles"]),
+            delay_seconds=data.validated_data["delaySeconds"],
+        )
+        return Response(
+            {"results": [{"messageId": str(mid), "status": status} for mid, status in results]}
+        )
+
+
+class MessagesLeaseApi(ExchangeApi):
+    @extend_schema(
+        operation_id="exchange_lease",
+        summary="Extend leases still held: extended (with leaseExpiresAt), leaseLost or notFound",
+        request=LeaseInput,
+        responses={200: ResultsOutput, **problem_responses(*ERRORS)},
+        tags=["exchange"],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        data = LeaseInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        results = leases_extend(
+            adapter=request.user,
+            receipts=_receipts(data.validated_data["receiptHandles"]),
+            lease_seconds=data.validated_data["leaseSeconds"],
+        )
+        items: list[dict[str, Any]] = []
+        for message_id, status, expires in results:
+            item: dict[str, Any] = {"messageId": str(message_id), "status": status}
+            if expires is not None:
+                item["leaseExpiresAt"] = rfc3339(expires)
+            items.append(item)
+        return Response({"results": items})
+
+
+class StatsApi(ExchangeApi):
+    @extend_schema(
+        operation_id="exchange_stats",
+        summary="Your queue: available, in flight, delayed, dead-lettered, oldest message age",
+        responses={200: StatsOutput, **problem_responses(*ERRORS)},
+        tags=["exchange"],
+    )
+    def get(self, request: AuthenticatedRequest) -> Response:
+        adapter_id: int = request.user.pk
+        return Response(queue_stats(recipient_ids=[adapter_id])[adapter_id].as_json())

@@ -1,0 +1,39 @@
+"""The exchange domain's errors, each with a stable code."""
+
+from platform_site.errors import ApplicationError, RateLimited
+
+
+class SendNotAllowed(ApplicationError):
+    status = 403
+    code = "SEND_NOT_ALLOWED"
+    default_detail = (
+        "You may send to your owner's adapters and to adapters whose owner granted you a route."
+    )
+
+
+class IdempotencyKeyReused(ApplicationError):
+    status = 409
+    code = "IDEMPOTENCY_KEY_REUSED"
+    default_detail = "This Idempotency-Key was used for a different message."
+
+
+class MessageNotFound(ApplicationError):
+    status = 404
+    code = "MESSAGE_NOT_FOUND"
+    default_detail = "You have no message with this id waiting for an acknowledgement."
+
+
+class TooManyWaiting(RateLimited):
+    default_detail = "Too many long polls are waiting on this server; retry shortly."
+
+    def __init__(self) -> None:
+        super().__init__(retry_after_seconds=1)
+
+
+class RouteNotAllowed(ApplicationError):
+    status = 400
+    code = "VALIDATION_FAILED"
+    default_detail = "A route must name another owner's adapter."
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, extra={"errors": {"senderAdapterId": [detail]}})

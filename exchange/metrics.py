@@ -1,0 +1,63 @@
+"""The exchange's Prometheus series.
+
+Counters are recorded by the workers (and add up across them); queue depth, oldest age and dead
+letters are read from PostgreSQL when Prometheus scrapes, at most every CACHE_SECONDS, because
+every worker would report the same shared numbers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+from django.db import DatabaseError
+from prometheus_client import Counter
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from exchange.selectors import QueueStats, queue_totals
+
+sent = Counter("platform_exchange_messages_sent", "Messages accepted by the exchange API")
+redeliveries = Counter(
+    "platform_exchange_redeliveries", "Deliveries of messages that had been delivered before"
+)
+
+CACHE_SECONDS = 10.0
+
+
+def _families(totals: QueueStats | None) -> list[Metric]:
+    depth = GaugeMetricFamily(
+        "platform_exchange_queue_depth", "Messages in the queues by state", labels=["state"]
+    )
+    oldest = GaugeMetricFamily(
+        "platform_exchange_oldest_message_age_seconds", "Age of the oldest undelivered message"
+    )
+    dead = GaugeMetricFamily("platform_exchange_dead_letters", "Messages in the dead letters")
+    if totals is not None:
+        depth.add_metric(["available"], totals.available)
+        depth.add_metric(["in_flight"], totals.in_flight)
+        depth.add_metric(["delayed"], totals.delayed)
+        oldest.add_metric([], totals.oldest_age_seconds or 0)
+        dead.add_metric([], totals.dead_lettered)
+    return [depth, oldest, dead]
+
+
+class QueueCollector(Collector):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cached: tuple[float, list[Metric]] | None = None
+
+    def describe(self) -> Iterator[Metric]:
+        yield from _families(None)
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            if self._cached is None or time.monotonic() - self._cached[0] > CACHE_SECONDS:
+                try:
+                    totals = queue_totals()
+                except DatabaseError:
+                    return  # no database, no queue figures: health says why
+                self._cached = (time.monotonic(), _families(totals))
+            families = self._cached[1]
+        yield from families

@@ -1,0 +1,170 @@
+"""The exchange's hot-path SQL, one statement per operation (research/exchange_anchors.md, 2.3).
+
+Times are statement_timestamp(), the clock Django's Now() (the columns' defaults) uses: now()
+would be the start of an enclosing transaction, which stands still.
+
+Receive and ACK each run as a single autocommit statement: one round trip, no transaction held
+across Python code, and row locks taken with SKIP LOCKED so parallel consumers never wait on
+each other. tests/exchange/test_queries.py pins what each statement does.
+"""
+
+# Claim up to %(max)s messages for one consumer instance. A message this instance already holds
+# (received, not acknowledged) comes back first in queue order even inside its lease: that is
+# the seed's "delivered again on the next receive". Messages past EXCHANGE_MAX_DELIVERIES move to
+# the dead letters in the same statement instead of being delivered again.
+#
+# Each delivery comes back as its JSON, rendered by PostgreSQL (json_build_object keeps the key
+# order): a batch of 100 costs Python no timestamp parsing and no re-encoding of payloads. The
+# receipt handle is base64url(message_id || lease_token), as services.messages.receipt_parse
+# reads it.
+RECEIVE = """
+WITH picked AS (
+    SELECT message_id FROM exchange_message
+    WHERE recipient_id = %(recipient)s
+      AND (visible_at <= statement_timestamp()
+           OR (lease_token IS NOT NULL AND leased_by = %(device)s))
+    ORDER BY seq
+    LIMIT %(max)s
+    FOR NO KEY UPDATE SKIP LOCKED
+),
+dead AS (
+    DELETE FROM exchange_message m
+    USING picked p
+    WHERE m.message_id = p.message_id AND m.receive_count >= %(max_deliveries)s
+    RETURNING m.*
+),
+buried AS (
+    INSERT INTO exchange_deadletter (
+        message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
+        first_received_at, receive_count, dead_at, reason, last_device
+    )
+    SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
+           first_received_at, receive_count, statement_timestamp(), 'MAX_DELIVERIES', leased_by
+    FROM dead
+)
+UPDATE exchange_message m
+SET visible_at = statement_timestamp() + make_interval(secs => %(lease)s),
+    receive_count = m.receive_count + 1,
+    first_received_at = coalesce(m.first_received_at, statement_timestamp()),
+    lease_token = gen_random_uuid(),
+    leased_by = %(device)s
+FROM picked p
+WHERE m.message_id = p.message_id AND m.receive_count < %(max_deliveries)s
+RETURNING m.seq, m.message_id, m.receive_count, json_build_object(
+    'messageId', m.message_id,
+    'receiptHandle', translate(
+        rtrim(encode(uuid_send(m.message_id) || uuid_send(m.lease_token), 'base64'), '='),
+        '+/', '-_'
+    ),
+    'deliveryCount', m.receive_count,
+    'redelivered', m.receive_count > 1,
+    'enqueuedAt', to_char(m.enqueued_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+    'leaseExpiresAt', to_char(m.visible_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+    'sender', m.sender_id,
+    'type', m.type,
+    'headers', m.headers,
+    'payload', m.payload
+)::text
+"""
+
+# Delete the recipient's messages and log them, whoever holds their lease (an ACK is never lost
+# to a lease that ran out). Foreign ids match nothing, exactly like unknown ones.
+ACK = """
+WITH acked AS (
+    DELETE FROM exchange_message
+    WHERE recipient_id = %(recipient)s AND message_id = ANY(%(ids)s)
+    RETURNING message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
+              first_received_at, receive_count
+)
+INSERT INTO exchange_delivery_log (
+    message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
+    first_received_at, receive_count, acked_at, acked_by
+)
+SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
+       first_received_at, receive_count, statement_timestamp(), %(device)s
+FROM acked
+RETURNING message_id
+"""
+
+# Why an id was not acknowledged now: acknowledged before, dead-lettered, or not the caller's.
+ACK_LOOKUP = """
+SELECT message_id, 'alreadyAcked' FROM exchange_delivery_log
+WHERE recipient_id = %(recipient)s AND message_id = ANY(%(ids)s)
+UNION ALL
+SELECT message_id, 'deadLettered' FROM exchange_deadletter
+WHERE recipient_id = %(recipient)s AND message_id = ANY(%(ids)s)
+"""
+
+# Release (nack) or extend leases, but only while the receipt's lease token is still the
+# message's: a holder whose lease was taken over cannot touch the new holder's delivery.
+RELEASE = """
+UPDATE exchange_message m
+SET visible_at = statement_timestamp() + make_interval(secs => %(delay)s),
+    lease_token = NULL,
+    leased_by = NULL
+FROM unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) AS receipt(message_id, lease_token)
+WHERE m.recipient_id = %(recipient)s
+  AND m.message_id = receipt.message_id AND m.lease_token = receipt.lease_token
+RETURNING m.message_id
+"""
+
+EXTEND = """
+UPDATE exchange_message m
+SET visible_at = statement_timestamp() + make_interval(secs => %(lease)s)
+FROM unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) AS receipt(message_id, lease_token)
+WHERE m.recipient_id = %(recipient)s
+  AND m.message_id = receipt.message_id AND m.lease_token = receipt.lease_token
+RETURNING m.message_id, m.visible_at
+"""
+
+HELD = """
+SELECT message_id FROM exchange_message
+WHERE recipient_id = %(recipient)s AND message_id = ANY(%(ids)s)
+"""
+
+# Queue figures per recipient. The oldest message is the first in the queue index, so its age
+# costs one index probe rather than a scan of enqueued_at (pgmq#170).
+STATS = """
+SELECT r.id,
+       count(m.message_id) FILTER (WHERE m.visible_at <= statement_timestamp()),
+       count(m.message_id) FILTER (WHERE m.lease_token IS NOT NULL
+                             AND m.visible_at > statement_timestamp()),
+       count(m.message_id) FILTER (WHERE m.lease_token IS NULL
+                             AND m.visible_at > statement_timestamp()),
+       (SELECT count(*) FROM exchange_deadletter d WHERE d.recipient_id = r.id),
+       (SELECT extract(epoch FROM statement_timestamp() - o.enqueued_at) FROM exchange_message o
+         WHERE o.recipient_id = r.id ORDER BY o.seq LIMIT 1)
+FROM unnest(%(recipients)s::bigint[]) AS r(id)
+LEFT JOIN exchange_message m ON m.recipient_id = r.id
+GROUP BY r.id
+"""
+
+# The same figures over the whole platform, for the Prometheus scrape.
+TOTALS = """
+SELECT count(*) FILTER (WHERE visible_at <= statement_timestamp()),
+       count(*) FILTER (WHERE lease_token IS NOT NULL AND visible_at > statement_timestamp()),
+       count(*) FILTER (WHERE lease_token IS NULL AND visible_at > statement_timestamp()),
+       (SELECT count(*) FROM exchange_deadletter),
+       extract(epoch FROM statement_timestamp() - min(enqueued_at))
+FROM exchange_message
+"""
+
+# Dead letters back to the queue with a fresh delivery budget (the owner's redrive).
+REDRIVE = """
+WITH revived AS (
+    DELETE FROM exchange_deadletter
+    WHERE recipient_id = ANY(%(recipients)s) AND message_id = ANY(%(ids)s)
+    RETURNING message_id, recipient_id, sender_id, type, payload, headers, enqueued_at
+)
+INSERT INTO exchange_message (
+    message_id, recipient_id, sender_id, type, payload, headers, enqueued_at, visible_at,
+    receive_count
+)
+SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
+       statement_timestamp(), 0
+FROM revived
+RETURNING message_id, recipient_id
+"""
+
+NOTIFY_CHANNEL = "exchange_message"
+NOTIFY = "SELECT pg_notify('exchange_message', %(recipient)s::text)"

@@ -1,0 +1,72 @@
+"""Reads of the exchange domain: who may send to whom, and queue figures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q
+
+from accounts.models import User
+from exchange import queries
+from exchange.models import Route
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    available: int
+    in_flight: int
+    delayed: int
+    dead_lettered: int
+    oldest_age_seconds: int | None
+
+    def as_json(self) -> dict[str, int | None]:
+        return {
+            "available": self.available,
+            "inFlight": self.in_flight,
+            "delayed": self.delayed,
+            "deadLettered": self.dead_lettered,
+            "oldestAgeSeconds": self.oldest_age_seconds,
+        }
+
+
+def may_send(*, sender: User, recipient_id: int) -> bool:
+    """Adapters of one owner reach each other; others need a route from the recipient's owner."""
+    routed = Route.objects.filter(recipient=OuterRef("pk"), sender=sender)
+    return (
+        User.objects.filter(pk=recipient_id, kind=User.Kind.ADAPTER)
+        .filter(Q(owner_id=sender.owner_id) | Exists(routed))
+        .exists()
+    )
+
+
+def queue_stats(*, recipient_ids: Sequence[int]) -> dict[int, QueueStats]:
+    if not recipient_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(queries.STATS, {"recipients": list(recipient_ids)})
+        rows = cursor.fetchall()
+    return {
+        row[0]: QueueStats(
+            available=row[1],
+            in_flight=row[2],
+            delayed=row[3],
+            dead_lettered=row[4],
+            oldest_age_seconds=None if row[5] is None else int(row[5]),
+        )
+        for row in rows
+    }
+
+
+def queue_totals() -> QueueStats:
+    with connection.cursor() as cursor:
+        cursor.execute(queries.TOTALS)
+        [row] = cursor.fetchall()  # an aggregate without GROUP BY: always one row
+    return QueueStats(
+        available=row[0],
+        in_flight=row[1],
+        delayed=row[2],
+        dead_lettered=row[3],
+        oldest_age_seconds=None if row[4] is None else int(row[4]),
+    )

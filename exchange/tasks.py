@@ -1,0 +1,27 @@
+"""Periodic upkeep of the exchange, run by Celery beat (safe to run twice, or on every worker)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celery import shared_task
+from django.utils import timezone
+
+from exchange.models import IdempotencyKey
+from exchange.services.history import delivery_log_partitions_maintain
+
+IDEMPOTENCY_KEY_HOURS = 24
+
+
+@shared_task(name="exchange.delivery_log_partitions_maintain")
+def delivery_log_partitions_maintain_task() -> dict[str, list[str]]:
+    changes = delivery_log_partitions_maintain()
+    return {"created": changes.created, "dropped": changes.dropped}
+
+
+@shared_task(name="exchange.idempotency_keys_expire")
+def idempotency_keys_expire_task() -> int:
+    """Forget Idempotency-Keys after a day: a replay later than that sends a new message."""
+    cutoff = timezone.now() - timedelta(hours=IDEMPOTENCY_KEY_HOURS)
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

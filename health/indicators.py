@@ -1,0 +1,118 @@
+"""Spring Boot's health indicators, reproduced: db, diskSpace and ping, and their aggregation."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db.migrations.executor import MigrationExecutor
+
+from platform_site.database import direct_connect
+
+UP = "UP"
+DOWN = "DOWN"
+OUT_OF_SERVICE = "OUT_OF_SERVICE"
+UNKNOWN = "UNKNOWN"
+# SimpleStatusAggregator's order: the first status present wins.
+_SEVERITY = (DOWN, OUT_OF_SERVICE, UP, UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Health:
+    status: str
+    details: dict[str, Any] | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        if self.details is None:
+            return {"status": self.status}
+        return {"status": self.status, "details": self.details}
+
+    @property
+    def http_status(self) -> int:
+        return 503 if self.status in {DOWN, OUT_OF_SERVICE} else 200
+
+
+def aggregate(statuses: list[str]) -> str:
+    return next((status for status in _SEVERITY if status in statuses), UNKNOWN)
+
+
+def _error(exception: BaseException) -> str:
+    kind = type(exception)
+    return f"{kind.__module__}.{kind.__qualname__}: {exception}".strip()
+
+
+def db_health() -> Health:
+    """A fresh connection and ``SELECT 1``, bounded by MANAGEMENT_HEALTH_DB_TIMEOUT_SECONDS.
+
+    It deliberately bypasses the connection pool: a pool waits its whole timeout for a server
+    that is gone, while a direct connection fails at once with the reason (refused, no socket).
+    """
+    try:
+        with direct_connect(connect_timeout=settings.MANAGEMENT_HEALTH_DB_TIMEOUT_SECONDS) as raw:
+            raw.execute("SELECT 1").fetchone()
+    except psycopg.Error as exception:
+        return Health(DOWN, {"error": _error(exception)})
+    return Health(UP, {"database": "PostgreSQL", "validationQuery": "isValid()"})
+
+
+def disk_space_health() -> Health:
+    configured = settings.MANAGEMENT_HEALTH_DISKSPACE_PATH
+    # java.io.File.getAbsolutePath() joins without normalising: "." prints as "/cwd/.".
+    path = configured if os.path.isabs(configured) else os.path.join(os.getcwd(), configured)
+    threshold = settings.MANAGEMENT_HEALTH_DISKSPACE_THRESHOLD_BYTES
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return Health(
+            DOWN, {"total": 0, "free": 0, "threshold": threshold, "path": path, "exists": False}
+        )
+    status = UP if usage.free >= threshold else DOWN
+    return Health(
+        status,
+        {
+            "total": usage.total,
+            "free": usage.free,
+            "threshold": threshold,
+            "path": path,
+            "exists": True,
+        },
+    )
+
+
+def ping_health() -> Health:
+    return Health(UP)
+
+
+INDICATORS: dict[str, Callable[[], Health]] = {
+    "db": db_health,
+    "diskSpace": disk_space_health,
+    "ping": ping_health,
+}
+
+
+_migrations_applied = False
+
+
+def migrations_applied() -> bool:
+    """True once no migration is left to apply; a process's code cannot gain new ones later."""
+    global _migrations_applied
+    if not _migrations_applied:
+        executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
+        _migrations_applied = not executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return _migrations_applied
+
+
+def readiness() -> Health:
+    if db_health().status != UP:
+        return Health(DOWN)
+    try:
+        applied = migrations_applied()
+    except DatabaseError:
+        applied = False
+    return Health(UP if applied else DOWN)

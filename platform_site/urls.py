@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import TemplateView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("", TemplateView.as_view(template_name="home.html"), name="home"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/", include("accounts.api.urls")),
+    path("api/exchange/", include("exchange.api.urls")),
+    path("", include("health.urls")),
+]
+
+handler404 = "platform_site.errors.handler404"
+handler500 = "platform_site.errors.handler500"

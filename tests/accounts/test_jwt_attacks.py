@@ -1,0 +1,197 @@
+"""Forged, altered and misused tokens are refused with 401, never accepted and never a 500."""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from django.conf import settings
+
+from tests.conftest import ApiClient
+
+pytestmark = [
+    pytest.mark.django_db,
+    # The attacker's HS512 forgery uses our 62-byte key; PyJWT frowns at its length.
+    pytest.mark.filterwarnings("ignore:The HMAC key is"),
+]
+
+
+def segment(data: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+
+def claims_of(token: str) -> dict[str, Any]:
+    return dict(jwt.decode(token, options={"verify_signature": False}))
+
+
+def with_token(consumer: ApiClient, token: str) -> Any:
+    return consumer.call("get", "/api/exchange/whoami", HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def signed(
+    claims: dict[str, Any], *, key: Any = None, algorithm: str = "HS256", headers: Any = None
+) -> str:
+    return jwt.encode(
+        claims,
+        settings.JWT_SIGNING_KEY if key is None else key,
+        algorithm=algorithm,
+        headers=headers,
+    )
+
+
+def test_the_genuine_token_is_accepted(consumer):
+    assert with_token(consumer, consumer.tokens["accessToken"]).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        pytest.param(
+            lambda c: f"{segment({'alg': 'none', 'typ': 'JWT'})}.{segment(c)}.", id="alg-none"
+        ),
+        pytest.param(
+            lambda c: f"{segment({'alg': 'HS256', 'typ': 'JWT'})}.{segment(c)}.",
+            id="empty-signature",
+        ),
+        pytest.param(lambda c: signed(c, algorithm="HS384"), id="hs384-same-key"),
+        pytest.param(lambda c: signed(c, algorithm="HS512"), id="hs512-same-key"),
+        pytest.param(
+            lambda c: signed(
+                c,
+                key=rsa.generate_private_key(public_exponent=65537, key_size=2048),
+                algorithm="RS256",
+            ),
+            id="rs256-foreign-key",
+        ),
+        pytest.param(lambda c: signed(c, key=secrets.token_bytes(32)), id="wrong-key"),
+        pytest.param(
+            lambda c: signed(c, key=b"k" * 32, headers={"jwk": {"kty": "oct", "k": "a2trays"}}),
+            id="embedded-jwk",
+        ),
+        pytest.param(
+            lambda c: signed(c, key=b"x" * 32, headers={"kid": "../../etc/passwd"}), id="kid-path"
+        ),
+        pytest.param(
+            lambda c: signed(c, key=b"x" * 32, headers={"kid": "' OR 1=1--"}), id="kid-sql"
+        ),
+        pytest.param(lambda c: signed({**c, "aud": "another-service"}), id="wrong-audience"),
+        pytest.param(lambda c: signed({**c, "iss": "https://evil.example"}), id="wrong-issuer"),
+        pytest.param(
+            lambda c: signed({k: v for k, v in c.items() if k != "aud"}), id="no-audience"
+        ),
+        pytest.param(lambda c: signed({k: v for k, v in c.items() if k != "exp"}), id="no-expiry"),
+        pytest.param(lambda c: signed({k: v for k, v in c.items() if k != "typ"}), id="no-type"),
+        pytest.param(lambda c: signed({k: v for k, v in c.items() if k != "sid"}), id="no-session"),
+        pytest.param(lambda c: signed({**c, "typ": "refresh"}), id="typed-as-refresh"),
+        pytest.param(lambda c: signed({**c, "sid": "not-a-uuid"}), id="garbage-session"),
+    ],
+)
+def test_forged_tokens_are_401_token_malformed(consumer, forge):
+    response = with_token(consumer, forge(claims_of(consumer.tokens["accessToken"])))
+
+    assert response.status_code == 401
+    assert response.json()["code"] == "TOKEN_MALFORMED"
+
+
+def test_a_tampered_payload_with_the_original_signature_is_refused(consumer):
+    header, _, signature = consumer.tokens["accessToken"].split(".")
+    claims = claims_of(consumer.tokens["accessToken"])
+    claims["sub"] = str(int(claims["sub"]) + 1)
+    claims["role"] = "USER"
+
+    response = with_token(consumer, f"{header}.{segment(claims)}.{signature}")
+
+    assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED")
+
+
+def test_an_expired_token_with_a_valid_signature_is_token_expired(consumer):
+    claims = claims_of(consumer.tokens["accessToken"])
+    claims["exp"] = int((datetime.now(UTC) - timedelta(seconds=1)).timestamp())
+
+    response = with_token(consumer, signed(claims))
+
+    assert (response.status_code, response.json()["code"]) == (401, "TOKEN_EXPIRED")
+
+
+def test_a_validly_signed_token_of_an_unknown_session_is_token_revoked(consumer):
+    claims = {**claims_of(consumer.tokens["accessToken"]), "sid": str(uuid.uuid4())}
+
+    response = with_token(consumer, signed(claims))
+
+    assert (response.status_code, response.json()["code"]) == (401, "TOKEN_REVOKED")
+
+
+def test_a_validly_signed_token_naming_another_user_in_the_session_is_token_revoked(consumer):
+    claims = claims_of(consumer.tokens["accessToken"])
+    claims["sub"] = str(int(claims["sub"]) + 1000)
+
+    response = with_token(consumer, signed(claims))
+
+    assert (response.status_code, response.json()["code"]) == (401, "TOKEN_REVOKED")
+
+
+def test_a_refresh_token_is_never_an_access_token(consumer):
+    response = with_token(consumer, consumer.tokens["refreshToken"])
+
+    assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED")
+
+
+def test_an_access_token_is_never_a_refresh_token(consumer):
+    response = consumer.call(
+        "post", "/api/auth/refresh", {"refreshToken": consumer.tokens["accessToken"]}
+    )
+
+    assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED")
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        "Bearer",
+        "Bearer ",
+        "Bearer  two-spaces",
+        "Bearer a.b.c extra",
+        "Basic dXNlcjpwYXNz",
+        "Bearer " + "A" * 5000,
+        "Bearer ey\u00e9.x.y",
+        "Bearer not.a.jwt",
+        "Token abc",
+    ],
+)
+def test_malformed_authorization_headers_fail_closed_with_401(consumer, authorization):
+    response = consumer.call("get", "/api/exchange/whoami", HTTP_AUTHORIZATION=authorization)
+
+    assert response.status_code == 401
+    assert response.json()["code"] == "TOKEN_MALFORMED"
+
+
+def test_a_line_break_inside_the_token_is_malformed(consumer):
+    token = consumer.tokens["accessToken"]
+    broken = token[:40] + "\n" + token[40:]
+
+    response = consumer.call("get", "/api/exchange/whoami", HTTP_AUTHORIZATION=f"Bearer {broken}")
+
+    assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED")
+
+
+def test_issued_tokens_carry_the_contract_claims_and_header(consumer):
+    access = claims_of(consumer.tokens["accessToken"])
+    refresh = claims_of(consumer.tokens["refreshToken"])
+
+    assert set(access) == {"typ", "sub", "sid", "jti", "role", "iat", "exp", "iss", "aud"}
+    assert (access["typ"], refresh["typ"]) == ("access", "refresh")
+    assert access["sid"] == refresh["sid"]
+    assert access["jti"] != refresh["jti"]
+    assert (access["iss"], access["aud"], access["role"]) == (
+        "exchange-platform",
+        "exchange-platform",
+        "ADAPTER",
+    )
+    assert jwt.get_unverified_header(consumer.tokens["accessToken"])["alg"] == "HS256"

@@ -1,0 +1,244 @@
+"""Token sessions: rotation, reuse, absolute lifetime, logout, device binding, revocation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import time_machine
+from django.test import RequestFactory
+
+from accounts.devices import client_ip
+from accounts.models import Session
+from accounts.services.adapters import adapter_password_rotate
+from accounts.services.sessions import REFRESH_RACE_SECONDS
+from tests.conftest import ApiClient
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
+
+
+def code(response: Any) -> tuple[int, str]:
+    return response.status_code, response.json().get("code", "")
+
+
+def whoami(client: ApiClient, **extra: Any) -> Any:
+    return client.call("get", "/api/exchange/whoami", **extra)
+
+
+def test_whoami_names_the_adapter_its_session_and_device(consumer, adapter):
+    body = whoami(consumer).json()
+
+    assert body == {
+        "adapterId": adapter.pk,
+        "login": "erp",
+        "ownerId": adapter.owner_id,
+        "sessionId": str(Session.objects.get(user=adapter).pk),
+        "deviceId": "consumer-1",
+        "accessTokenExpiresAt": consumer.tokens["accessTokenExpiresAt"],
+    }
+
+
+def test_every_sign_in_starts_its_own_session_with_fresh_identifiers(adapter):
+    first, second = ApiClient(device_id="a"), ApiClient(device_id="a")
+    first.sign_in("erp")
+    second.sign_in("erp")
+
+    assert Session.objects.filter(user=adapter).count() == 2
+    assert first.tokens["accessToken"] != second.tokens["accessToken"]
+    assert whoami(first).json()["sessionId"] != whoami(second).json()["sessionId"]
+
+
+def test_refresh_returns_a_new_pair_and_the_old_refresh_token_dies(consumer):
+    old = dict(consumer.tokens)
+
+    response = consumer.refresh()
+
+    assert response.status_code == 200
+    assert list(response.json()) == [
+        "accessToken",
+        "accessTokenExpiresAt",
+        "refreshToken",
+        "refreshTokenExpiresAt",
+    ]
+    assert consumer.tokens["refreshToken"] != old["refreshToken"]
+    assert whoami(consumer).status_code == 200
+
+
+def test_presenting_a_rotated_refresh_token_again_revokes_the_whole_session(consumer):
+    stolen = consumer.tokens["refreshToken"]
+    with time_machine.travel(datetime.now(UTC)) as clock:
+        consumer.refresh()
+        clock.shift(REFRESH_RACE_SECONDS + 1)
+        replay = consumer.call("post", "/api/auth/refresh", {"refreshToken": stolen})
+
+        assert code(replay) == (401, "REFRESH_TOKEN_REUSED")
+        assert code(whoami(consumer)) == (401, "TOKEN_REVOKED")
+        assert code(consumer.refresh()) == (401, "TOKEN_REVOKED")
+    assert Session.objects.get().revoked_reason == "refresh_reuse"
+
+
+def test_reuse_ends_only_that_session_not_the_adapters_others(adapter):
+    victim, other = ApiClient(device_id="one"), ApiClient(device_id="two")
+    victim.sign_in("erp")
+    other.sign_in("erp")
+    stolen = victim.tokens["refreshToken"]
+    with time_machine.travel(datetime.now(UTC)) as clock:
+        victim.refresh()
+        clock.shift(REFRESH_RACE_SECONDS + 1)
+        victim.call("post", "/api/auth/refresh", {"refreshToken": stolen})
+
+        assert whoami(victim).status_code == 401
+        assert whoami(other).status_code == 200
+
+
+def test_a_refresh_losing_a_race_is_refused_without_ending_the_session(consumer):
+    loser = consumer.tokens["refreshToken"]
+    consumer.refresh()
+
+    late = consumer.call("post", "/api/auth/refresh", {"refreshToken": loser})
+
+    assert code(late) == (401, "TOKEN_REVOKED")
+    assert whoami(consumer).status_code == 200
+    assert consumer.refresh().status_code == 200
+
+
+def test_a_session_ends_at_its_absolute_lifetime_however_often_it_is_refreshed(adapter, settings):
+    settings.SESSION_MAX_AGE_SECONDS = 3600
+    settings.JWT_ACCESS_TTL_SECONDS = 900
+    settings.JWT_REFRESH_TTL_SECONDS = 1800
+    client = ApiClient(device_id="d")
+    with time_machine.travel(T0, tick=False) as clock:
+        client.sign_in("erp")
+        for _ in range(3):
+            clock.shift(timedelta(minutes=15))
+            assert client.refresh().status_code == 200
+        # At 09:45 a 30-minute refresh token would run to 10:15; the session ends at 10:00.
+        assert client.tokens["refreshTokenExpiresAt"] == "2026-11-21T10:00:00Z"
+        assert client.tokens["accessTokenExpiresAt"] == "2026-11-21T10:00:00Z"
+        clock.shift(timedelta(minutes=16))  # 10:01: past the session's end
+
+        assert code(client.refresh()) == (401, "TOKEN_EXPIRED")
+        assert code(whoami(client)) == (401, "TOKEN_EXPIRED")
+
+
+def test_an_expired_access_token_is_401_token_expired_and_refresh_revives_the_pair(
+    consumer, settings
+):
+    with time_machine.travel(datetime.now(UTC)) as clock:
+        clock.shift(settings.JWT_ACCESS_TTL_SECONDS + 1)
+        assert code(whoami(consumer)) == (401, "TOKEN_EXPIRED")
+        assert consumer.refresh().status_code == 200
+        assert whoami(consumer).status_code == 200
+
+
+def test_logout_kills_both_tokens_and_can_be_repeated(consumer):
+    refresh_token = consumer.tokens["refreshToken"]
+
+    first = consumer.call("post", "/api/auth/logout", {"refreshToken": refresh_token})
+    again = consumer.call("post", "/api/auth/logout", {"refreshToken": refresh_token})
+
+    assert (first.status_code, first.json()) == (200, {})
+    assert again.status_code == 200
+    assert code(whoami(consumer)) == (401, "TOKEN_REVOKED")
+    assert code(consumer.refresh()) == (401, "TOKEN_REVOKED")
+
+
+def test_logout_needs_a_refresh_token_not_an_access_token(consumer):
+    response = consumer.call(
+        "post", "/api/auth/logout", {"refreshToken": consumer.tokens["accessToken"]}
+    )
+
+    assert code(response) == (401, "TOKEN_MALFORMED")
+    assert whoami(consumer).status_code == 200
+
+
+def test_another_device_id_is_a_device_mismatch_for_access_and_refresh(consumer):
+    assert code(whoami(consumer, HTTP_X_DEVICE_ID="consumer-2")) == (401, "DEVICE_MISMATCH")
+    thief = ApiClient(device_id="consumer-2")
+    thief.tokens = dict(consumer.tokens)
+
+    assert code(thief.refresh()) == (401, "DEVICE_MISMATCH")
+    assert whoami(consumer).status_code == 200  # refused, not revoked
+
+
+def test_leaving_out_the_device_id_does_not_downgrade_the_binding(consumer):
+    unbound = ApiClient()
+    unbound.tokens = dict(consumer.tokens)
+
+    assert code(whoami(unbound)) == (401, "DEVICE_MISMATCH")
+
+
+def test_without_device_id_the_session_is_bound_to_user_agent_and_ip(adapter):
+    client = ApiClient(HTTP_USER_AGENT="erp-connector/1.0")
+    client.sign_in("erp")
+
+    assert whoami(client).status_code == 200
+    assert code(whoami(client, HTTP_USER_AGENT="curl/8")) == (401, "DEVICE_MISMATCH")
+    assert code(whoami(client, REMOTE_ADDR="192.0.2.44")) == (401, "DEVICE_MISMATCH")
+
+
+def test_a_forged_x_forwarded_for_changes_nothing_without_a_trusted_proxy(adapter):
+    client = ApiClient(HTTP_USER_AGENT="erp-connector/1.0")
+    client.sign_in("erp")
+
+    assert whoami(client, HTTP_X_FORWARDED_FOR="203.0.113.9").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("remote", "forwarded", "trusted", "expected"),
+    [
+        ("198.51.100.7", "203.0.113.9", [], "198.51.100.7"),
+        ("10.0.0.2", "203.0.113.9", ["10.0.0.0/8"], "203.0.113.9"),
+        ("10.0.0.2", "203.0.113.9, 10.0.0.3", ["10.0.0.0/8"], "203.0.113.9"),
+        ("10.0.0.2", "6.6.6.6, 203.0.113.9", ["10.0.0.0/8"], "203.0.113.9"),
+        ("10.0.0.2", "not-an-ip", ["10.0.0.0/8"], "10.0.0.2"),
+        ("10.0.0.2", "", ["10.0.0.0/8"], "10.0.0.2"),
+    ],
+    ids=[
+        "untrusted-socket",
+        "trusted-proxy",
+        "proxy-chain",
+        "client-forgery-left",
+        "garbage",
+        "no-header",
+    ],
+)
+def test_the_client_ip_believes_x_forwarded_for_only_from_trusted_proxies(
+    settings, remote, forwarded, trusted, expected
+):
+    import ipaddress
+
+    settings.TRUSTED_PROXIES = [ipaddress.ip_network(network) for network in trusted]
+    request = RequestFactory().get("/", REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded)
+
+    assert client_ip(request) == expected
+
+
+def test_rotating_an_adapters_password_ends_its_sessions(consumer, adapter):
+    adapter_password_rotate(adapter=adapter)
+
+    assert code(whoami(consumer)) == (401, "TOKEN_REVOKED")
+    assert code(consumer.refresh()) == (401, "TOKEN_REVOKED")
+
+
+def test_disabling_an_account_ends_its_sessions_at_once(consumer, adapter):
+    adapter.is_active = False
+    adapter.save()
+
+    assert code(whoami(consumer)) == (401, "TOKEN_REVOKED")
+    assert code(consumer.refresh()) == (401, "TOKEN_REVOKED")
+
+
+def test_adapters_may_not_use_the_users_api_and_users_not_the_exchange(consumer, cabinet):
+    assert code(consumer.call("get", "/api/users/adapters")) == (403, "PERMISSION_DENIED")
+    assert code(cabinet.call("get", "/api/exchange/whoami")) == (403, "PERMISSION_DENIED")
+
+
+def test_no_token_is_401_token_missing_with_a_challenge(adapter):
+    response = ApiClient().call("get", "/api/exchange/whoami")
+
+    assert code(response) == (401, "TOKEN_MISSING")
+    assert response["WWW-Authenticate"] == 'Bearer realm="api"'

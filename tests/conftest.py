@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import dj_database_url
+import pytest
+from django.conf import settings
+from django.core.cache import caches
+from django.test import Client
+
+from accounts.models import User
+from platform_site import embedded
+from tests.factories import DEFAULT_PASSWORD, AdapterFactory, UserFactory
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """Without DATABASE_URL the suite runs on the embedded PostgreSQL, started here on demand."""
+    if os.environ.get("DATABASE_URL"):
+        return
+    url = embedded.server_start(pgdata=embedded.PGDATA)
+    parsed = dj_database_url.parse(url)
+    settings.DATABASES["default"].update(
+        {key: parsed[key] for key in ("HOST", "PORT", "USER", "PASSWORD")}  # type: ignore[literal-required]
+    )
+
+
+@pytest.fixture(autouse=True)
+def _empty_caches() -> None:
+    # Rate-limit counters and cached sessions live in the cache (Redis in CI): no test sees
+    # another's.
+    for cache in caches.all():
+        cache.clear()
+
+
+@pytest.fixture
+def admin_user(db: Any) -> Any:
+    return UserFactory.create(username="root", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def admin_client(admin_user: Any) -> Client:
+    client = Client()
+    client.force_login(admin_user)
+    return client
+
+
+class ApiClient(Client):
+    """A Django test client for the JSON API that remembers a token pair and a device id."""
+
+    def __init__(self, *, device_id: str | None = None, **defaults: Any) -> None:
+        super().__init__(raise_request_exception=False, **defaults)
+        self.device_id = device_id
+        self.tokens: dict[str, Any] = {}
+
+    def _headers(self, extra: dict[str, Any]) -> dict[str, Any]:
+        headers: dict[str, Any] = {}
+        if self.device_id is not None:
+            headers["HTTP_X_DEVICE_ID"] = self.device_id
+        if self.tokens.get("accessToken"):
+            headers["HTTP_AUTHORIZATION"] = f"Bearer {self.tokens['accessToken']}"
+        headers.update(extra)
+        return headers
+
+    def call(self, method: str, path: str, body: Any = None, **extra: Any) -> Any:
+        data = (
+            {} if body is None else {"data": json.dumps(body), "content_type": "application/json"}
+        )
+        return getattr(self, method)(path, **data, **self._headers(extra))
+
+    def sign_in(self, username: str, password: str = DEFAULT_PASSWORD) -> Any:
+        response = self.call(
+            "post", "/api/auth/login/username", {"username": username, "password": password}
+        )
+        if response.status_code == 200:
+            self.tokens = response.json()
+        return response
+
+    def refresh(self) -> Any:
+        response = self.call(
+            "post", "/api/auth/refresh", {"refreshToken": self.tokens["refreshToken"]}
+        )
+        if response.status_code == 200:
+            self.tokens = {**self.tokens, **response.json()}
+        return response
+
+
+@pytest.fixture
+def owner(db: Any) -> User:
+    return UserFactory.create(username="owner", email="owner@example.com")
+
+
+@pytest.fixture
+def adapter(owner: User) -> User:
+    return AdapterFactory.create(username="erp", owner=owner)
+
+
+@pytest.fixture
+def consumer(adapter: User) -> ApiClient:
+    """The adapter, signed in from device "consumer-1"."""
+    client = ApiClient(device_id="consumer-1")
+    assert client.sign_in(adapter.username).status_code == 200
+    return client
+
+
+@pytest.fixture
+def cabinet(owner: User) -> ApiClient:
+    """The owner, signed in to the API as a cabinet user."""
+    client = ApiClient(device_id="browser-1")
+    response = client.call(
+        "post", "/api/auth/login/email", {"email": owner.email, "password": DEFAULT_PASSWORD}
+    )
+    assert response.status_code == 200, response.content
+    client.tokens = response.json()
+    return client

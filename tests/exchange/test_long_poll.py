@@ -1,0 +1,222 @@
+"""Long polling and concurrent consumers, with real threads on real PostgreSQL connections."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from accounts.models import User
+from exchange import wakeups as wakeups_module
+from exchange.models import DeliveryLog, Message
+from exchange.services.messages import message_send, messages_ack, messages_receive
+from exchange.wakeups import wakeups
+from tests.conftest import ApiClient
+from tests.factories import AdapterFactory, UserFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _listener_stopped_afterwards() -> Iterator[None]:
+    yield
+    wakeups.stop()  # its connection would keep the test database from being dropped
+
+
+@pytest.fixture
+def pair() -> tuple[User, User]:
+    owner = UserFactory.create(username="lp-owner", email="lp@example.com")
+    return AdapterFactory.create(username="lp-consumer", owner=owner), AdapterFactory.create(
+        username="lp-sender", owner=owner
+    )
+
+
+def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        started = time.monotonic()
+        try:
+            result["value"] = call()
+        finally:
+            result["seconds"] = time.monotonic() - started
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, result
+
+
+def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def waiting() -> int:
+    return wakeups._waiting
+
+
+def send_to(sender: User, recipient: User, n: int = 1) -> uuid.UUID:
+    return message_send(
+        sender=sender, to=recipient.pk, type="t", payload={"n": n}, headers={}, idempotency_key=None
+    ).message_id
+
+
+def test_a_waiting_receive_wakes_on_the_notification_not_the_fallback_poll(pair, monkeypatch):
+    consumer, sender = pair
+    monkeypatch.setattr(wakeups_module, "FALLBACK_POLL_SECONDS", 30.0)
+    client = ApiClient(device_id="lp-1")
+    client.sign_in("lp-consumer")
+    thread, result = in_thread(lambda: client.call("get", "/api/exchange/messages?waitSeconds=20"))
+    until(lambda: waiting() == 1 and wakeups.listening.is_set())
+
+    sent_at = time.monotonic()
+    message_id = send_to(sender, consumer)
+    thread.join(timeout=25)
+
+    response = result["value"]
+    assert response.status_code == 200
+    assert [m["messageId"] for m in response.json()["messages"]] == [str(message_id)]
+    # With the fallback poll at 30 s, only the NOTIFY can have woken it this early.
+    assert time.monotonic() - sent_at < 10
+    assert waiting() == 0
+
+
+def test_an_empty_wait_answers_an_empty_list_when_wait_seconds_are_up(pair):
+    client = ApiClient(device_id="lp-1")
+    client.sign_in("lp-consumer")
+    thread, result = in_thread(lambda: client.call("get", "/api/exchange/messages?waitSeconds=1"))
+    thread.join(timeout=10)
+
+    assert result["value"].json() == {"messages": []}
+    assert result["seconds"] >= 1.0
+
+
+def test_a_receive_that_finds_messages_does_not_wait(pair):
+    consumer, sender = pair
+    send_to(sender, consumer)
+    client = ApiClient(device_id="lp-1")
+    client.sign_in("lp-consumer")
+    thread, result = in_thread(lambda: client.call("get", "/api/exchange/messages?waitSeconds=20"))
+    thread.join(timeout=10)
+
+    assert len(result["value"].json()["messages"]) == 1
+    assert result["seconds"] < 10
+
+
+def test_nothing_is_held_in_a_transaction_while_a_receive_waits(pair):
+    consumer, sender = pair
+    thread, _ = in_thread(
+        lambda: messages_receive(
+            adapter=consumer, device_key="d:lp", max_messages=1, lease_seconds=30, wait_seconds=5
+        )
+    )
+    until(lambda: waiting() == 1)
+    time.sleep(0.2)  # let the waiting thread reach its wait
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT state, left(query, 40) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        others = cursor.fetchall()
+    send_to(sender, consumer)
+    thread.join(timeout=10)
+
+    assert not [row for row in others if row[0] == "idle in transaction"], others
+    # The only other connections are the listener and idle pooled ones; none is running a claim.
+    assert not [row for row in others if row[0] == "active"], others
+
+
+def test_waiting_receives_beyond_the_per_worker_bound_get_429(pair, settings):
+    consumer, sender = pair
+    settings.EXCHANGE_LONG_POLL_MAX_WAITING = 1
+    first, second = ApiClient(device_id="lp-1"), ApiClient(device_id="lp-2")
+    first.sign_in("lp-consumer")
+    second.sign_in("lp-consumer")
+    thread, result = in_thread(lambda: first.call("get", "/api/exchange/messages?waitSeconds=20"))
+    until(lambda: waiting() == 1)
+
+    refused = second.call("get", "/api/exchange/messages?waitSeconds=20")
+    instant = second.call("get", "/api/exchange/messages")  # not waiting: never refused
+    send_to(sender, consumer)
+    thread.join(timeout=25)
+
+    assert (refused.status_code, refused.json()["code"], refused["Retry-After"]) == (
+        429,
+        "RATE_LIMITED",
+        "1",
+    )
+    assert instant.status_code == 200
+    assert result["value"].status_code == 200
+
+
+def test_parallel_consumers_never_hold_the_same_message_and_lose_none(pair):
+    consumer, sender = pair
+    sent = {send_to(sender, consumer, n) for n in range(400)}
+
+    def consume(instance: int) -> list[uuid.UUID]:
+        taken: list[uuid.UUID] = []
+        try:
+            while True:
+                batch = messages_receive(
+                    adapter=consumer,
+                    device_key=f"d:c{instance}",
+                    max_messages=7,
+                    lease_seconds=300,
+                    wait_seconds=0,
+                )
+                if not batch:
+                    return taken
+                taken.extend(delivery.message_id for delivery in batch)
+                messages_ack(
+                    adapter=consumer,
+                    device_key=f"d:c{instance}",
+                    message_ids=[d.message_id for d in batch],
+                )
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        per_consumer = list(pool.map(consume, range(8)))
+
+    received = [message_id for taken in per_consumer for message_id in taken]
+    assert len(received) == len(set(received)) == 400
+    assert set(received) == sent
+    assert Message.objects.filter(recipient=consumer).count() == 0
+    # The log is not flushed between transactional tests (an unmanaged, partitioned table).
+    assert (
+        set(DeliveryLog.objects.filter(recipient=consumer).values_list("message_id", flat=True))
+        == sent
+    )
+
+
+def test_parallel_sends_with_one_idempotency_key_make_one_message(pair):
+    consumer, sender = pair
+
+    def send(_: int) -> uuid.UUID:
+        try:
+            return message_send(
+                sender=sender,
+                to=consumer.pk,
+                type="t",
+                payload={"n": 1},
+                headers={},
+                idempotency_key="same",
+            ).message_id
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        ids = set(pool.map(send, range(10)))
+
+    assert len(ids) == 1
+    assert Message.objects.count() == 1

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import factory
+from django.contrib.auth.hashers import make_password
+
+from accounts.models import User
+
+DEFAULT_PASSWORD = "correct-horse-battery-staple"
+
+
+@cache
+def _default_password_hash() -> str:
+    # Argon2id is slow on purpose; one hash serves every factory-made user.
+    return make_password(DEFAULT_PASSWORD)
+
+
+class UserFactory(factory.django.DjangoModelFactory[User]):
+    class Meta:
+        model = User
+        skip_postgeneration_save = True
+
+    kind = User.Kind.USER
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda user: f"{user.username}@example.com")
+    first_name = "Ada"
+    last_name = "Lovelace"
+    email_confirmed = True
+    password = factory.LazyFunction(_default_password_hash)
+
+
+class AdapterFactory(UserFactory):
+    kind = User.Kind.ADAPTER
+    username = factory.Sequence(lambda n: f"adapter-{n}")
+    email: Any = ""
+    first_name = ""
+    last_name = ""
+    owner: Any = factory.SubFactory(UserFactory)

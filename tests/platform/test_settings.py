@@ -1,0 +1,321 @@
+"""Configuration comes from the environment, is typed, and fails loudly on a bad value."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from platform_site import embedded
+from platform_site.env import (
+    email_config,
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_networks,
+    env_secret,
+    env_str,
+    env_subset,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE_VARIABLES = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "EMAIL_URL", "DEBUG")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("true", True), ("True", True), ("1", True), ("yes", True), ("off", False), ("0", False)],
+)
+def test_booleans_read_the_usual_spellings(monkeypatch, value, expected):
+    monkeypatch.setenv("FLAG", value)
+
+    assert env_bool("FLAG", not expected) is expected
+
+
+def test_unset_or_empty_variables_give_the_default(monkeypatch):
+    monkeypatch.delenv("FLAG", raising=False)
+    assert env_bool("FLAG", True) is True
+    monkeypatch.setenv("FLAG", "  ")
+    assert env_bool("FLAG", False) is False
+    assert env_int("FLAG", 7) == 7
+    assert env_str("FLAG", "x") == "x"
+    assert env_list("FLAG", ["a"]) == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("reader", "value", "message"),
+    [
+        (
+            lambda: env_bool("VALUE", False),
+            "maybe",
+            "VALUE='maybe' is not valid: expected true or false.",
+        ),
+        (lambda: env_int("VALUE", 1), "ten", "VALUE='ten' is not valid: expected an integer."),
+        (
+            lambda: env_int("VALUE", 1, minimum=1),
+            "0",
+            "VALUE='0' is not valid: expected an integer of at least 1.",
+        ),
+        (
+            lambda: env_choice("VALUE", "INFO", {"INFO", "DEBUG"}),
+            "LOUD",
+            "VALUE='LOUD' is not valid: expected one of DEBUG, INFO.",
+        ),
+        (
+            lambda: env_subset("VALUE", [], {"health", "info"}),
+            "health,env",
+            "VALUE='health,env' is not valid: expected a comma-separated list of health, info.",
+        ),
+        (
+            lambda: env_networks("VALUE", []),
+            "10.0.0.0/8,proxy",
+            "VALUE='10.0.0.0/8,proxy' is not valid: expected IP addresses or CIDR networks, "
+            "comma-separated.",
+        ),
+    ],
+)
+def test_bad_values_raise_naming_the_variable(monkeypatch, reader, value, message):
+    monkeypatch.setenv("VALUE", value)
+
+    with pytest.raises(ImproperlyConfigured) as raised:
+        reader()
+
+    assert str(raised.value) == message
+
+
+def test_lists_drop_blanks_around_items(monkeypatch):
+    monkeypatch.setenv("HOSTS", " a.example , b.example,, ")
+
+    assert env_list("HOSTS", []) == ["a.example", "b.example"]
+
+
+def test_a_star_exposes_every_choice(monkeypatch):
+    monkeypatch.setenv("EXPOSURE", "*")
+
+    assert env_subset("EXPOSURE", [], {"info", "health"}) == ["health", "info"]
+
+
+def test_networks_accept_addresses_and_cidrs(monkeypatch):
+    monkeypatch.setenv("PROXIES", "10.0.0.0/8, 192.168.1.7, ::1")
+
+    assert env_networks("PROXIES", []) == [
+        ipaddress.ip_network("10.0.0.0/8"),
+        ipaddress.ip_network("192.168.1.7/32"),
+        ipaddress.ip_network("::1/128"),
+    ]
+
+
+def test_secrets_are_read_from_a_file_when_name_file_is_set(monkeypatch, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret-from-file\n")
+    monkeypatch.setenv("TOKEN", "from-environment")
+    monkeypatch.setenv("TOKEN_FILE", str(secret))
+
+    assert env_secret("TOKEN", "default") == "s3cret-from-file"
+
+
+def test_an_unreadable_secret_file_fails_loudly(monkeypatch, tmp_path):
+    monkeypatch.setenv("TOKEN_FILE", str(tmp_path / "missing"))
+
+    with pytest.raises(ImproperlyConfigured, match="TOKEN_FILE="):
+        env_secret("TOKEN", "default")
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "smtp://mail.internal:2525",
+            {
+                "EMAIL_HOST": "mail.internal",
+                "EMAIL_PORT": 2525,
+                "EMAIL_USE_TLS": False,
+                "EMAIL_USE_SSL": False,
+            },
+        ),
+        (
+            "smtp+tls://robot%40example.com:p%40ss@smtp.example.com:587",
+            {
+                "EMAIL_HOST": "smtp.example.com",
+                "EMAIL_PORT": 587,
+                "EMAIL_HOST_USER": "robot@example.com",
+                "EMAIL_HOST_PASSWORD": "p@ss",
+                "EMAIL_USE_TLS": True,
+            },
+        ),
+        (
+            "smtps://smtp.example.com",
+            {"EMAIL_PORT": 465, "EMAIL_USE_SSL": True, "EMAIL_USE_TLS": False},
+        ),
+    ],
+)
+def test_email_urls_become_smtp_settings(url, expected):
+    config = email_config("EMAIL_URL", url)
+
+    assert config["EMAIL_BACKEND"] == "django.core.mail.backends.smtp.EmailBackend"
+    assert {key: config[key] for key in expected} == expected
+
+
+@pytest.mark.parametrize("url", ["http://mail.example.com", "smtp://", "smtp://host:port"])
+def test_bad_email_urls_fail_loudly(url):
+    with pytest.raises(ImproperlyConfigured, match="EMAIL_URL="):
+        email_config("EMAIL_URL", url)
+
+
+def run_settings(code: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """Import the real settings in a fresh interpreter with exactly these service variables."""
+    env = {key: value for key, value in os.environ.items() if key not in SERVICE_VARIABLES}
+    env.update(variables, DJANGO_SETTINGS_MODULE="platform_site.settings")
+    script = "import django, json; django.setup(); from django.conf import settings\n" + code
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("DEBUG", "sometimes", "DEBUG='sometimes' is not valid"),
+        ("LOG_LEVEL", "LOUD", "LOG_LEVEL='LOUD' is not valid"),
+        ("JWT_ACCESS_TTL_SECONDS", "15m", "JWT_ACCESS_TTL_SECONDS='15m' is not valid"),
+        ("MANAGEMENT_ENDPOINTS_EXPOSURE", "health,env", "MANAGEMENT_ENDPOINTS_EXPOSURE="),
+        (
+            "DATABASE_URL",
+            "mysql://root@127.0.0.1/platform",
+            "DATABASE_URL must be a postgresql:// URL",
+        ),
+        ("EMAIL_URL", "gmail", "EMAIL_URL='gmail' is not valid"),
+    ],
+)
+def test_start_up_stops_on_a_bad_variable(variable, value, message):
+    result = run_settings("", **{variable: value})
+
+    assert result.returncode == 1
+    assert "ImproperlyConfigured" in result.stderr
+    assert message in result.stderr
+
+
+def test_defaults_give_the_embedded_mode_without_starting_anything(tmp_path):
+    code = """
+from platform_site import embedded
+print(json.dumps({
+    "host": settings.DATABASES["default"]["HOST"],
+    "cache": settings.CACHES["default"]["BACKEND"],
+    "eager": settings.CELERY_TASK_ALWAYS_EAGER,
+    "email": settings.EMAIL_BACKEND,
+    "debug": settings.DEBUG,
+}))
+"""
+    # The server module may not be touched by importing settings (or the WSGI application).
+    guard = "import platform_site.embedded as e\ne.server_start = None\nimport platform_site.wsgi\n"
+
+    result = run_settings(guard + code)
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "host": str(embedded.PGDATA),
+        "cache": "django.core.cache.backends.locmem.LocMemCache",
+        "eager": True,
+        "email": "django.core.mail.backends.console.EmailBackend",
+        "debug": False,
+    }
+
+
+def test_service_variables_switch_on_the_real_services():
+    code = """
+print(json.dumps({
+    "database": [settings.DATABASES["default"][key] for key in ("HOST", "PORT", "NAME", "USER")],
+    "cache": settings.CACHES["default"]["BACKEND"],
+    "eager": settings.CELERY_TASK_ALWAYS_EAGER,
+    "broker": settings.CELERY_BROKER_URL,
+    "email": [settings.EMAIL_BACKEND, settings.EMAIL_HOST, settings.EMAIL_PORT],
+}))
+"""
+    result = run_settings(
+        code,
+        DATABASE_URL="postgresql://app@db.internal:6432/exchange",
+        REDIS_URL="redis://cache.internal:6379/1",
+        CELERY_BROKER_URL="amqp://guest:guest@broker.internal:5672//",
+        EMAIL_URL="smtp://mail.internal:25",
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "database": ["db.internal", 6432, "exchange", "app"],
+        "cache": "django_prometheus.cache.backends.redis.RedisCache",
+        "eager": False,
+        "broker": "amqp://guest:guest@broker.internal:5672//",
+        "email": ["django.core.mail.backends.smtp.EmailBackend", "mail.internal", 25],
+    }
+
+
+def test_log_level_sets_the_root_logger():
+    result = run_settings("import logging; print(logging.getLogger().level)", LOG_LEVEL="WARNING")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "30"
+
+
+PRODUCTION = {
+    "DEBUG": "false",
+    "SECRET_KEY": "x7Gq2yLk9vN4pR8sT1wZ5bC3dF6hJ0mQ-aE_uI2oY4tW8rV1nM6kL3jH9gB7fD5s",
+    "JWT_SIGNING_KEY": "Zq8Wv3Ns6Tk1Ry4Pm7Lx0Hb5Gd2Fc9Ja-Eu_Io3Yt6Wr8Vn1Mk4Lj7Hg0Bf2Ds5Q",
+    "ALLOWED_HOSTS": "platform.example.com",
+    "DATABASE_URL": "postgresql://app@db.internal:5432/exchange",
+    "REDIS_URL": "redis://cache.internal:6379/0",
+    "CELERY_BROKER_URL": "amqp://guest:guest@broker.internal:5672//",
+    "EMAIL_URL": "smtp+tls://robot:secret@smtp.example.com:587",
+    "SECURE_SSL_REDIRECT": "true",
+    "SECURE_HSTS_SECONDS": "31536000",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
+    "SECURE_HSTS_PRELOAD": "true",
+    "SESSION_COOKIE_SECURE": "true",
+    "CSRF_COOKIE_SECURE": "true",
+    "SECURE_PROXY_SSL_HEADER": "true",
+}
+
+
+def check_deploy(**variables: str) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key not in SERVICE_VARIABLES}
+    env.update(variables)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_deploy_check_is_clean_with_production_variables():
+    result = check_deploy(**PRODUCTION)
+
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_deploy_check_refuses_the_development_defaults():
+    variables = {
+        key: value
+        for key, value in PRODUCTION.items()
+        if key not in ("SECRET_KEY", "JWT_SIGNING_KEY", "REDIS_URL")
+    }
+
+    result = check_deploy(**variables)
+
+    assert result.returncode == 1
+    for check in ("platform.E001", "platform.E002", "platform.W001"):
+        assert check in result.stderr

@@ -1,0 +1,140 @@
+"""Real server processes on loopback: a private PostgreSQL, migrated, and gunicorn in front of it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from platform_site import embedded
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until(condition: Callable[[], bool], *, timeout: float, what: str) -> float:
+    """Poll a real process's state; return the seconds it took."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+    return time.monotonic() - started
+
+
+@dataclass
+class StackDatabase:
+    pgdata: Path
+    url: str
+
+    def shell(self, code: str) -> str:
+        """Run Django code against this database in a fresh process; its stdout."""
+        result = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-v", "0", "-c", code],
+            cwd=ROOT,
+            env={**os.environ, "DATABASE_URL": self.url},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        return result.stdout
+
+
+@pytest.fixture(scope="module")
+def stack_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackDatabase]:
+    """A PostgreSQL of the test's own, so stopping it disturbs nothing else."""
+    pgdata = tmp_path_factory.mktemp("stack") / "pg"
+    url = embedded.server_start(pgdata=pgdata)
+    env = {**os.environ, "DATABASE_URL": url}
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    yield StackDatabase(pgdata=pgdata, url=url)
+    embedded.server_stop(pgdata=pgdata)
+
+
+@dataclass
+class Gunicorn:
+    base_url: str
+    log: Path
+    metrics_dir: Path
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def gunicorn(
+    stack_database: StackDatabase, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Gunicorn]:
+    workdir = tmp_path_factory.mktemp("gunicorn")
+    port = free_port()
+    server = Gunicorn(
+        base_url=f"http://127.0.0.1:{port}",
+        log=workdir / "gunicorn.log",
+        metrics_dir=workdir / "prometheus",
+    )
+    env = {
+        **os.environ,
+        "DATABASE_URL": stack_database.url,
+        "PROMETHEUS_MULTIPROC_DIR": str(server.metrics_dir),
+        "GUNICORN_BIND": f"127.0.0.1:{port}",
+        "GUNICORN_WORKERS": "2",
+        "MANAGEMENT_ENDPOINTS_EXPOSURE": "health,info,metrics,prometheus",
+        "MANAGEMENT_HEALTH_DB_TIMEOUT_SECONDS": "2",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        # Every test client signs in from 127.0.0.1.
+        "ACCOUNTS_RATE_LIMIT_IP": "10000/m",
+        "ACCOUNTS_RATE_LIMIT_ACCOUNT": "10000/m",
+        "DEBUG": "false",
+        "LOG_LEVEL": "INFO",
+    }
+    with server.log.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "-c",
+                "deploy/gunicorn.conf.py",
+                "platform_site.wsgi",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+
+        def ready() -> bool:
+            assert process.poll() is None, server.log.read_text()
+            try:
+                return (
+                    httpx.get(f"{server.base_url}/api/actuator/health/readiness").status_code == 200
+                )
+            except httpx.TransportError:
+                return False
+
+        wait_until(ready, timeout=60, what="gunicorn to become ready")
+        yield server
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
