@@ -8,6 +8,7 @@ from typing import NoReturn
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from accounts.devices import Device
@@ -61,14 +62,17 @@ def session_refresh(*, refresh_token: str, device: Device) -> TokenPair:
         raise TokenMalformed() from None
     now = timezone.now()
     new_jti = uuid.uuid4()
+    # No join in this filter: Django turns a joined filter into "pk IN (SELECT ... FROM session)",
+    # and PostgreSQL's recheck after the row lock does not re-run that subquery, so every waiting
+    # refresh would win. EXISTS on the user alone keeps the recheck on this row's new version.
     rotated = Session.objects.filter(
+        Exists(User.objects.filter(pk=OuterRef("user_id"), is_active=True)),
         pk=claims.session_id,
         user_id=claims.user_id,
         refresh_jti=presented,
         revoked_at__isnull=True,
         expires_at__gt=now,
         device_key=device.key,
-        user__is_active=True,
     ).update(
         refresh_jti=new_jti, previous_refresh_jti=presented, refreshed_at=now, last_used_at=now
     )

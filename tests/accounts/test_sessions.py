@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import time_machine
+from django.db import connections
 from django.test import RequestFactory
 
 from accounts.devices import client_ip
 from accounts.models import Session
 from accounts.services.adapters import adapter_password_rotate
 from accounts.services.sessions import REFRESH_RACE_SECONDS
+from platform_site.database import direct_connect
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
@@ -242,3 +246,42 @@ def test_no_token_is_401_token_missing_with_a_challenge(adapter):
 
     assert code(response) == (401, "TOKEN_MISSING")
     assert response["WWW-Authenticate"] == 'Bearer realm="api"'
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refresh_waiting_on_the_row_lock_of_a_rotation_loses_when_it_commits(consumer):
+    # The interleaving of two parallel refreshes, forced: a rotation holds the session's row lock
+    # while a second refresh of the same token arrives. After the commit the second must lose.
+    # (Django writes a joined filter as "pk IN (SELECT ... FROM session)", which PostgreSQL does
+    # not re-check after the lock; both refreshes won that way, one run in three.)
+    session = Session.objects.get()
+    presented = consumer.tokens["refreshToken"]
+    result: dict[str, Any] = {}
+
+    def late_refresh() -> None:
+        try:
+            result["response"] = consumer.call(
+                "post", "/api/auth/refresh", {"refreshToken": presented}
+            )
+        finally:
+            connections.close_all()
+
+    with direct_connect() as rotation:
+        rotation.execute(
+            "UPDATE accounts_session SET refresh_jti = gen_random_uuid(),"
+            " previous_refresh_jti = refresh_jti, refreshed_at = now() WHERE id = %s",
+            [session.pk],
+        )
+        thread = threading.Thread(target=late_refresh)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not rotation.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE%%'"
+        ).fetchone():
+            assert time.monotonic() < deadline, "the second refresh never waited on the row lock"
+            time.sleep(0.02)
+        rotation.commit()
+    thread.join(timeout=10)
+
+    assert code(result["response"]) == (401, "TOKEN_REVOKED")
+    assert Session.objects.get().revoked_at is None
