@@ -266,7 +266,7 @@ def test_a_refresh_waiting_on_the_row_lock_of_a_rotation_loses_when_it_commits(c
         finally:
             connections.close_all()
 
-    with direct_connect() as rotation:
+    with direct_connect() as rotation, direct_connect(autocommit=True) as observer:
         rotation.execute(
             "UPDATE accounts_session SET refresh_jti = gen_random_uuid(),"
             " previous_refresh_jti = refresh_jti, refreshed_at = now() WHERE id = %s",
@@ -274,10 +274,14 @@ def test_a_refresh_waiting_on_the_row_lock_of_a_rotation_loses_when_it_commits(c
         )
         thread = threading.Thread(target=late_refresh)
         thread.start()
+        # Observed from a connection of its own: a transaction sees pg_stat_activity as it was
+        # at its first read of it.
         deadline = time.monotonic() + 10
-        while not rotation.execute(
-            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE%%'"
+        while not observer.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND query LIKE 'UPDATE%%'"
         ).fetchone():
+            assert thread.is_alive(), f"the second refresh did not wait: {result}"
             assert time.monotonic() < deadline, "the second refresh never waited on the row lock"
             time.sleep(0.02)
         rotation.commit()
