@@ -93,3 +93,97 @@ class AdapterNotFound(ApplicationError):
     status = 404
     code = "NOT_FOUND"
     default_detail = "You have no adapter with this id."
+
+
+class EmailTaken(ApplicationError):
+    status = 409
+    code = "EMAIL_TAKEN"
+    default_detail = (
+        "An account with this e-mail address already exists: sign in or reset the password."
+    )
+
+
+class EmailNotConfirmed(ApplicationError):
+    status = 409
+    code = "EMAIL_NOT_CONFIRMED"
+    default_detail = (
+        "Confirm the e-mail address first: a code was sent; "
+        "continue with /api/auth/register/verify-email/confirm."
+    )
+
+    def __init__(self, *, request_id: str, retry_after_seconds: int) -> None:
+        super().__init__(extra={"requestId": request_id, "retryAfterSeconds": retry_after_seconds})
+
+
+class TwoFactorRequired(ApplicationError):
+    status = 428
+    code = "TWO_FACTOR_REQUIRED"
+    default_detail = "Enter the code sent by SMS: continue with /api/auth/login/two-factor/confirm."
+
+    def __init__(self, *, request_id: str, retry_after_seconds: int) -> None:
+        super().__init__(
+            extra={
+                "requestId": request_id,
+                "confirmMethod": "SMS",
+                "retryAfterSeconds": retry_after_seconds,
+            }
+        )
+
+
+class CodeInvalid(ApplicationError):
+    code = "CODE_INVALID"
+    default_detail = "The code is wrong."
+
+    def __init__(self, *, attempts_remaining: int, detail: str | None = None) -> None:
+        super().__init__(detail, extra={"attemptsRemaining": attempts_remaining})
+
+
+class CodeExpired(CodeInvalid):
+    code = "CODE_EXPIRED"
+    default_detail = "The code has expired: ask for a new one with resend."
+
+
+class AttemptsExceeded(ApplicationError):
+    status = 429
+    code = "ATTEMPTS_EXCEEDED"
+    default_detail = "Too many wrong codes: this confirmation is closed; start again."
+
+    def __init__(self) -> None:
+        super().__init__(extra={"attemptsRemaining": 0}, headers={"Cache-Control": "no-store"})
+
+
+class ResendTooEarly(RateLimited):
+    code = "RESEND_TOO_EARLY"
+    default_detail = "A code was sent moments ago: wait retryAfterSeconds before asking again."
+
+
+class ChallengeNotFound(ApplicationError):
+    status = 404
+    code = "NOT_FOUND"
+    default_detail = "No pending confirmation has this requestId."
+
+
+class PhoneRequired(ApplicationError):
+    code = "PHONE_REQUIRED"
+    default_detail = "Add a phone number to your profile first (PATCH /api/users/me)."
+
+
+class TwoFactorAlreadyEnabled(ApplicationError):
+    status = 409
+    code = "TWO_FACTOR_ALREADY_ENABLED"
+    default_detail = "Two-factor sign-in is already enabled."
+
+
+class PasswordChangeRequired(ApplicationError):
+    status = 403
+    code = "PASSWORD_CHANGE_REQUIRED"
+    default_detail = (
+        "An administrator requires a new password: change it with "
+        "PATCH /api/users/change-password before anything else."
+    )
+
+
+class SessionNotFound(ApplicationError):
+    status = 404
+    code = "NOT_FOUND"
+    default_detail = "You have no live session with this id."

@@ -9,3 +9,9 @@ sign_ins = Counter(
     ["outcome"],
 )
 lockouts = Counter("platform_account_lockouts", "Accounts locked by consecutive wrong passwords")
+security_events = Counter(
+    "platform_security_events", "Security events written to the audit log, by kind", ["kind"]
+)
+codes_sent = Counter(
+    "platform_codes_sent", "E-mails and SMS handed to their backend, by channel", ["channel"]
+)

@@ -151,3 +151,147 @@ class SignInGate(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class Challenge(models.Model):
+    """A confirmation code sent to a user: one mechanism for the four flows (contract section 4).
+
+    The code itself is never stored, only its keyed hash. ``attempts_left`` is spent by one
+    conditional UPDATE before the comparison, so parallel guesses cannot exceed the budget. A
+    challenge without a user (a password reset for an unknown e-mail, a registration of a taken
+    one) behaves exactly like a real one whose code is never right.
+    """
+
+    class Purpose(models.TextChoices):
+        REGISTRATION = "REGISTRATION", "E-mail confirmation"
+        SIGN_IN = "SIGN_IN", "Two-factor sign-in"
+        ENABLE_TWO_FACTOR = "ENABLE_TWO_FACTOR", "Enabling two-factor sign-in"
+        PASSWORD_RESET = "PASSWORD_RESET", "Password reset"
+
+    class Method(models.TextChoices):
+        EMAIL = "EMAIL", "E-mail"
+        SMS = "SMS", "SMS"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    purpose = models.CharField(max_length=24, choices=Purpose.choices)
+    method = models.CharField(max_length=8, choices=Method.choices)
+    user = models.ForeignKey(
+        User, on_delete=models.CASCADE, null=True, blank=True, related_name="challenges"
+    )
+    address = models.CharField(
+        max_length=254, help_text="Where the code goes: an e-mail address or an E.164 phone."
+    )
+    code_hash = models.CharField(max_length=64)
+    attempts_left = models.PositiveSmallIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(default=timezone.now, help_text="The last (re)send.")
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    device_key = models.CharField(
+        max_length=160, blank=True, help_text="The device a sign-in challenge was started from."
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "purpose", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_purpose_display()} {self.pk}"
+
+
+class OutboxMessage(models.Model):
+    """An e-mail or SMS to send, written in the transaction of the request that caused it.
+
+    A Celery task sends it after that transaction commits; a periodic sweep sends whatever the
+    broker missed. Bodies of messages that carry codes are erased once sent (unless DEBUG, where
+    /dev/outbox shows them).
+    """
+
+    class Channel(models.TextChoices):
+        EMAIL = "EMAIL", "E-mail"
+        SMS = "SMS", "SMS"
+
+    class Status(models.TextChoices):
+        PENDING = "PENDING", "Pending"
+        SENT = "SENT", "Sent"
+        SKIPPED = "SKIPPED", "Skipped (no such account)"
+        FAILED = "FAILED", "Failed"
+
+    channel = models.CharField(max_length=8, choices=Channel.choices)
+    to = models.CharField(max_length=254)
+    user = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    template = models.CharField(max_length=64)
+    subject = models.CharField(max_length=255, blank=True)
+    text = models.TextField(blank=True)
+    html = models.TextField(blank=True)
+    # A password reset for an unknown address is written like any other, then skipped by the
+    # worker: the request does the same work either way.
+    requires_account = models.BooleanField(default=False)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(status="PENDING"),
+                name="accounts_outbox_pending_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel} to {self.to}: {self.template}"
+
+
+class AuditEvent(models.Model):
+    """A security event (contract section 4), readable in the admin."""
+
+    class Kind(models.TextChoices):
+        SIGN_IN = "SIGN_IN", "Signed in"
+        SIGN_IN_FAILED = "SIGN_IN_FAILED", "Sign-in failed"
+        LOCKED = "LOCKED", "Locked by wrong passwords"
+        UNLOCKED = "UNLOCKED", "Unlocked"
+        REGISTERED = "REGISTERED", "Registered"
+        EMAIL_CONFIRMED = "EMAIL_CONFIRMED", "E-mail confirmed"
+        PASSWORD_CHANGED = "PASSWORD_CHANGED", "Password changed"
+        PASSWORD_RESET = "PASSWORD_RESET", "Password reset"
+        PASSWORD_CHANGE_REQUIRED = "PASSWORD_CHANGE_REQUIRED", "Password change required"
+        TWO_FACTOR_ENABLED = "TWO_FACTOR_ENABLED", "Two-factor sign-in enabled"
+        TWO_FACTOR_DISABLED = "TWO_FACTOR_DISABLED", "Two-factor sign-in disabled"
+        PHONE_CHANGED = "PHONE_CHANGED", "Phone changed"
+        REFRESH_TOKEN_REUSED = "REFRESH_TOKEN_REUSED", "Refresh token reused"
+        SESSION_REVOKED = "SESSION_REVOKED", "Session revoked"
+        ACCOUNT_DISABLED = "ACCOUNT_DISABLED", "Account disabled"
+        ACCOUNT_ENABLED = "ACCOUNT_ENABLED", "Account enabled"
+        ACCOUNT_EXPIRY_SET = "ACCOUNT_EXPIRY_SET", "Account expiry set"
+        CREDENTIALS_EXPIRY_SET = "CREDENTIALS_EXPIRY_SET", "Credentials expiry set"
+
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    user = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="audit_events"
+    )
+    actor = models.ForeignKey(
+        User,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The administrator who acted, when it was not the user.",
+    )
+    identifier = models.CharField(
+        max_length=254, blank=True, help_text="What was typed, for failures of unknown accounts."
+    )
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=512, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} ({self.created_at:%Y-%m-%d %H:%M:%S})"

@@ -1,4 +1,5 @@
-"""Who may call what: adapters the exchange API, cabinet users their own (contract section 2)."""
+"""Who may call what (contract section 2): adapters the exchange API, cabinet users their own
+endpoints, and a user whose administrator required a new password only the allow-list."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from accounts.services.tokens import ROLE_ADAPTER, ROLE_USER
+from accounts.errors import PasswordChangeRequired
+from accounts.services.tokens import ROLE_ADAPTER, ROLE_PASSWORD_RESET_REQUIRED, ROLE_USER
 
 
 def _role(request: Request) -> str | None:
@@ -15,15 +17,42 @@ def _role(request: Request) -> str | None:
     return getattr(getattr(auth, "claims", None), "role", None)
 
 
+def _password_change_required(request: Request) -> bool:
+    """By the token's role, or by the flag itself: tokens issued before an administrator set it
+    are held to the allow-list too, from their very next request."""
+    if _role(request) == ROLE_PASSWORD_RESET_REQUIRED:
+        return True
+    return _role(request) == ROLE_USER and bool(
+        getattr(request.user, "reset_password_required", False)
+    )
+
+
 class IsAdapter(BasePermission):
     message = "Only adapters may use the exchange API."
 
     def has_permission(self, request: Request, view: Any) -> bool:
+        if _password_change_required(request):
+            raise PasswordChangeRequired()
         return _role(request) == ROLE_ADAPTER
 
 
 class IsCabinetUser(BasePermission):
+    """A cabinet user in the normal state; one who must change the password gets 403
+    PASSWORD_CHANGE_REQUIRED."""
+
     message = "Only cabinet users may use this API."
 
     def has_permission(self, request: Request, view: Any) -> bool:
+        if _password_change_required(request):
+            raise PasswordChangeRequired()
         return _role(request) == ROLE_USER
+
+
+class IsCabinetUserAnyState(BasePermission):
+    """The allow-list of a user who must change the password: reading the profile and changing
+    the password (refresh and logout need no access token)."""
+
+    message = "Only cabinet users may use this API."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return _role(request) in (ROLE_USER, ROLE_PASSWORD_RESET_REQUIRED)

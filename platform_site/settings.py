@@ -190,11 +190,20 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# A message still in the outbox after this long is sent by the periodic sweep (the broker was
+# down when its request committed, or its task was lost).
+ACCOUNTS_OUTBOX_SWEEP_SECONDS = env_int("ACCOUNTS_OUTBOX_SWEEP_SECONDS", 60, minimum=1)
+# Publishing a task must not hold a request for long when the broker is down.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     # Hourly: a missed run or two still leaves a week of partitions ahead.
     "delivery-log-partitions": {
         "task": "exchange.delivery_log_partitions_maintain",
         "schedule": timedelta(hours=1),
+    },
+    "outbox-sweep": {
+        "task": "accounts.outbox_sweep",
+        "schedule": timedelta(seconds=ACCOUNTS_OUTBOX_SWEEP_SECONDS),
     },
     "idempotency-keys-expire": {
         "task": "exchange.idempotency_keys_expire",
@@ -215,6 +224,9 @@ EMAIL_USE_SSL = _email["EMAIL_USE_SSL"]
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Exchange platform <no-reply@localhost>")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 EMAIL_TIMEOUT = 10
+PLATFORM_NAME = env_str("PLATFORM_NAME", "Exchange platform")
+# console, http (POST {to, text} to SMS_HTTP_URL), memory (tests), or the dotted path of a
+# callable send(to, text).
 SMS_BACKEND = env_str("SMS_BACKEND", "console")
 SMS_HTTP_URL = env_str("SMS_HTTP_URL", "")
 
@@ -273,6 +285,8 @@ ACCOUNTS_PREVENT_ENUMERATION = env_bool("ACCOUNTS_PREVENT_ENUMERATION", False)
 ACCOUNTS_PASSWORD_MAX_AGE_DAYS = env_int("ACCOUNTS_PASSWORD_MAX_AGE_DAYS", 0, minimum=0)
 ACCOUNTS_RATE_LIMIT_IP = env_rate("ACCOUNTS_RATE_LIMIT_IP", "60/m")
 ACCOUNTS_RATE_LIMIT_ACCOUNT = env_rate("ACCOUNTS_RATE_LIMIT_ACCOUNT", "20/m")
+# Per signed-in cabinet user, on /api/users/*.
+ACCOUNTS_RATE_LIMIT_USER = env_rate("ACCOUNTS_RATE_LIMIT_USER", "120/m")
 
 # django-axes keeps the record of every sign-in attempt and its admin; the lock itself is the
 # platform's atomic gate (accounts/services/lockout.py), so axes never locks anybody out.

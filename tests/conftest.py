@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 import dj_database_url
@@ -25,6 +26,33 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
     settings.DATABASES["default"].update(
         {key: parsed[key] for key in ("HOST", "PORT", "USER", "PASSWORD")}  # type: ignore[literal-required]
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # CI sets CELERY_BROKER_URL for the stack tests; in-process tests run tasks inline.
+    from platform_site.celery import app
+
+    app.conf.task_always_eager = True
+
+
+@pytest.fixture(autouse=True)
+def _sms_in_memory(settings: Any) -> None:
+    from accounts import sms
+
+    settings.SMS_BACKEND = "memory"
+    sms.outbox.clear()
+
+
+def last_code(to: str) -> str:
+    """The code in the newest e-mail or SMS queued for ``to`` (read from the outbox table, which
+    holds what was sent whether or not the transaction's on-commit task ran in the test)."""
+    from accounts.models import OutboxMessage
+
+    message = OutboxMessage.objects.filter(to__iexact=to).order_by("-pk").first()
+    assert message is not None, f"nothing was queued for {to}"
+    match = re.search(r"\b(\d{6})\b", message.text)
+    assert match is not None, message.text
+    return match.group(1)
 
 
 @pytest.fixture(autouse=True)

@@ -127,3 +127,103 @@ class AdapterOutput(serializers.Serializer[Any]):
 
 class AdapterListOutput(serializers.Serializer[Any]):
     adapters = AdapterOutput(many=True)
+
+
+CODE_MAX_LENGTH = 16
+
+
+class RegisterInput(Input):
+    email = serializers.EmailField(max_length=254)
+    password = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["password"] != attrs["confirmPassword"]:
+            raise serializers.ValidationError({"confirmPassword": ["The passwords differ."]})
+        return attrs
+
+
+class ChallengeOutput(serializers.Serializer[Any]):
+    requestId = serializers.UUIDField()
+    confirmMethod = serializers.ChoiceField(choices=["EMAIL", "SMS"])
+    retryAfterSeconds = serializers.IntegerField(
+        help_text="Seconds before resend may send another code."
+    )
+
+
+class ResendOutput(serializers.Serializer[Any]):
+    requestId = serializers.UUIDField()
+    retryAfterSeconds = serializers.IntegerField()
+
+
+class ResetStartedOutput(ResendOutput):
+    pass
+
+
+class ConfirmInput(Input):
+    requestId = serializers.UUIDField()
+    token = serializers.CharField(max_length=CODE_MAX_LENGTH, help_text="The 6-digit code.")
+
+
+class ResendInput(Input):
+    requestId = serializers.UUIDField()
+
+
+class ResetPasswordInput(Input):
+    email = serializers.EmailField(max_length=254)
+
+
+class ResetPasswordConfirmInput(ConfirmInput):
+    newPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["newPassword"] != attrs["confirmPassword"]:
+            raise serializers.ValidationError({"confirmPassword": ["The passwords differ."]})
+        return attrs
+
+
+class ConfirmedOutput(serializers.Serializer[Any]):
+    confirmed = serializers.BooleanField()
+
+
+class ChangePasswordInput(Input):
+    currentPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    newPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["newPassword"] != attrs["confirmPassword"]:
+            raise serializers.ValidationError({"confirmPassword": ["The passwords differ."]})
+        return attrs
+
+
+class ProfileInput(Input):
+    firstName = serializers.CharField(max_length=150, required=False, allow_blank=True)
+    lastName = serializers.CharField(max_length=150, required=False, allow_blank=True)
+    phone = serializers.CharField(
+        max_length=32,
+        required=False,
+        allow_blank=True,
+        help_text="International format (+4915112345678, spaces allowed); stored as E.164. "
+        "Empty removes it.",
+    )
+
+
+class TwoFactorOutput(serializers.Serializer[Any]):
+    twoFactorEnabled = serializers.BooleanField()
+
+
+class SessionOutput(serializers.Serializer[Any]):
+    sessionId = serializers.UUIDField()
+    deviceId = serializers.CharField(help_text="X-Device-ID, or empty for a fingerprinted device.")
+    userAgent = serializers.CharField()
+    ip = serializers.CharField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    lastUsedAt = serializers.DateTimeField()
+    expiresAt = serializers.DateTimeField()
+    current = serializers.BooleanField(help_text="The session of the token making this request.")
+
+
+class SessionListOutput(serializers.Serializer[Any]):
+    sessions = SessionOutput(many=True)

@@ -172,8 +172,13 @@ def adapter_json(summary: AdapterSummary) -> dict[str, Any]:
     }
 
 
-class CabinetApi(APIView):
-    permission_classes = [IsCabinetUser]
+class CabinetApi(RateLimitedApiMixin, APIView):
+    """Endpoints of a signed-in cabinet user, limited per user."""
+
+    permission_classes: list[Any] = [IsCabinetUser]
+
+    def rate_limits(self, request: Request) -> list[Limit]:
+        return [Limit("user", str(request.user.pk), settings.ACCOUNTS_RATE_LIMIT_USER)]
 
 
 class AdaptersApi(CabinetApi):

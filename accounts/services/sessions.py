@@ -14,6 +14,7 @@ from django.utils import timezone
 from accounts.devices import Device
 from accounts.errors import DeviceMismatch, RefreshTokenReused, TokenExpired, TokenRevoked
 from accounts.models import Session, User
+from accounts.services.audit import Kind, audit
 from accounts.services.tokens import Claims, TokenPair, refresh_token_decode, token_pair_issue
 from platform_site.errors import TokenMalformed
 
@@ -109,6 +110,7 @@ def _refuse(*, claims: Claims, presented: uuid.UUID, device: Device) -> NoReturn
     ):
         raise TokenRevoked("A parallel refresh has just rotated this refresh token; use its pair.")
     session_revoke(session_id=session.pk, reason="refresh_reuse")
+    audit(Kind.REFRESH_TOKEN_REUSED, user=session.user, session=str(session.pk))
     raise RefreshTokenReused()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -21,8 +22,12 @@ from accounts.errors import (
     AccountLocked,
     BadCredentials,
     CredentialsExpired,
+    EmailNotConfirmed,
+    TwoFactorRequired,
 )
-from accounts.models import Session, User
+from accounts.models import Challenge, Session, User
+from accounts.services.audit import Kind, audit
+from accounts.services.challenges import challenge_confirm, challenge_pending, challenge_start
 from accounts.services.lockout import gate_held, gate_key
 from accounts.services.sessions import session_start
 from accounts.services.tokens import TokenPair
@@ -72,12 +77,14 @@ def credentials_check(
                 if gate.failures >= settings.ACCOUNTS_LOCKOUT_THRESHOLD:
                     gate.locked_until = now + timedelta(seconds=settings.ACCOUNTS_LOCKOUT_SECONDS)
                     metrics.lockouts.inc()
+                    audit(Kind.LOCKED, user=user, request=request, identifier=identifier)
     # Decided under the gate, answered after its verdict is saved.
     if locked_until is not None:
         metrics.sign_ins.labels("locked").inc()
         raise AccountLocked(locked_until=locked_until)
     if user is None or gate.failures:
         metrics.sign_ins.labels("bad_credentials").inc()
+        audit(Kind.SIGN_IN_FAILED, user=user, request=request, identifier=identifier)
         if request is not None:  # django-axes keeps the record (AccessAttempt, admin)
             username = user.username if user is not None else identifier
             user_login_failed.send(
@@ -108,9 +115,22 @@ def sign_in(
     device: Device,
     request: HttpRequest | None,
 ) -> SignIn:
-    """Check, in the contract's order: lock, password, disabled/expired account, expired
-    credentials; then start a session bound to ``device``."""
+    """Check, in the contract's order: lock, password, then the account's state
+    (:func:`sign_in_continue`)."""
     user = credentials_check(kind=kind, identifier=identifier, password=password, request=request)
+    return sign_in_continue(user=user, device=device, request=request)
+
+
+def sign_in_continue(
+    *, user: User, device: Device, request: HttpRequest | None, two_factor_done: bool = False
+) -> SignIn:
+    """The steps after the password (contract section 3): disabled or expired account (403),
+    unconfirmed e-mail (409, a code e-mailed), expired credentials (401), two-factor sign-in
+    (428, a code sent by SMS); then a session bound to ``device``.
+
+    Also the end of e-mail confirmation and of two-factor confirmation, which must not skip
+    what comes after them.
+    """
     now = timezone.now()
     if not user.is_active:
         metrics.sign_ins.labels("disabled").inc()
@@ -118,11 +138,45 @@ def sign_in(
     if user.account_expires_at is not None and user.account_expires_at <= now:
         metrics.sign_ins.labels("expired").inc()
         raise AccountExpired()
+    if user.kind == User.Kind.USER and not user.email_confirmed:
+        metrics.sign_ins.labels("email_not_confirmed").inc()
+        started = challenge_pending(purpose=Challenge.Purpose.REGISTRATION, user=user)
+        if started is None:
+            started = challenge_start(
+                purpose=Challenge.Purpose.REGISTRATION, user=user, address=user.email
+            )
+        raise EmailNotConfirmed(
+            request_id=str(started.challenge.pk), retry_after_seconds=started.retry_after_seconds
+        )
     if credentials_expired(user=user, now=now):
         metrics.sign_ins.labels("credentials_expired").inc()
         raise CredentialsExpired()
+    if user.two_factor_enabled and not two_factor_done:
+        metrics.sign_ins.labels("two_factor_required").inc()
+        started = challenge_pending(purpose=Challenge.Purpose.SIGN_IN, user=user)
+        if started is None:
+            started = challenge_start(
+                purpose=Challenge.Purpose.SIGN_IN,
+                user=user,
+                address=user.phone,
+                device_key=device.key,
+            )
+        raise TwoFactorRequired(
+            request_id=str(started.challenge.pk), retry_after_seconds=started.retry_after_seconds
+        )
     session, tokens = session_start(user=user, device=device)
     metrics.sign_ins.labels("success").inc()
+    audit(Kind.SIGN_IN, user=user, request=request, session=str(session.pk))
     if request is not None:  # last_login, and django-axes' AccessLog
         user_logged_in.send(sender=User, request=request, user=user)
     return SignIn(user=user, session=session, tokens=tokens)
+
+
+def sign_in_two_factor_confirm(
+    *, request_id: uuid.UUID, code: str, device: Device, request: HttpRequest | None
+) -> SignIn:
+    """The second step of a sign-in with 2FA: the SMS code, then a session."""
+    user = challenge_confirm(
+        request_id=request_id, purpose=Challenge.Purpose.SIGN_IN, code=code
+    ).user
+    return sign_in_continue(user=user, device=device, request=request, two_factor_done=True)

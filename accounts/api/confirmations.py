@@ -1,0 +1,203 @@
+"""Registration, e-mail confirmation, two-factor sign-in and password reset (contract section 4).
+
+Every endpoint here is unauthenticated and limited per client IP and per account or challenge.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.api.serializers import (
+    ChallengeOutput,
+    ConfirmedOutput,
+    ConfirmInput,
+    LoginSuccessOutput,
+    RegisterInput,
+    ResendInput,
+    ResendOutput,
+    ResetPasswordConfirmInput,
+    ResetPasswordInput,
+    login_success,
+)
+from accounts.api.views import DEVICE_HEADER, AuthApi
+from accounts.devices import device_of
+from accounts.models import Challenge
+from accounts.services.challenges import Started, challenge_resend
+from accounts.services.passwords import password_reset_confirm, password_reset_request
+from accounts.services.registration import email_confirm, register
+from accounts.services.sign_in import sign_in_two_factor_confirm
+from platform_site.serializers import problem_responses
+
+
+def resend_json(started: Started) -> dict[str, object]:
+    return {
+        "requestId": str(started.challenge.pk),
+        "retryAfterSeconds": started.retry_after_seconds,
+    }
+
+
+class RegisterApi(AuthApi):
+    identifier_field = "email"
+
+    @extend_schema(
+        operation_id="register",
+        summary="Register a cabinet user; a code is e-mailed to confirm the address",
+        description="409 EMAIL_TAKEN for an address that has an account, unless the server "
+        "runs with ACCOUNTS_PREVENT_ENUMERATION (then 200 like any other, and the owner gets an "
+        "e-mail).",
+        request=RegisterInput,
+        responses={200: ChallengeOutput, **problem_responses(400, 409, 429)},
+        tags=["registration"],
+    )
+    def post(self, request: Request) -> Response:
+        data = RegisterInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        started = register(
+            email=data.validated_data["email"],
+            password=data.validated_data["password"],
+            request=request._request,
+        )
+        return Response(started.as_json())
+
+
+class ConfirmApi(AuthApi):
+    identifier_field = "requestId"
+
+
+class VerifyEmailConfirmApi(ConfirmApi):
+    @extend_schema(
+        operation_id="register_verify_email_confirm",
+        summary="Confirm the e-mail address with its code; signs in",
+        description="After the address is confirmed the sign-in goes on in the order of "
+        "/api/auth/login/email: 401 ACTION_RESET_PASSWORD and 428 TWO_FACTOR_REQUIRED still apply.",
+        request=ConfirmInput,
+        responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 428, 429)},
+        parameters=[DEVICE_HEADER],
+        tags=["registration"],
+    )
+    def post(self, request: Request) -> Response:
+        data = ConfirmInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = email_confirm(
+            request_id=data.validated_data["requestId"],
+            code=data.validated_data["token"].strip(),
+            device=device_of(request._request),
+            request=request._request,
+        )
+        return Response(login_success(result.user, result.tokens))
+
+
+class ResendApi(ConfirmApi):
+    purpose: Challenge.Purpose
+
+    def post(self, request: Request) -> Response:
+        data = ResendInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        started = challenge_resend(
+            request_id=data.validated_data["requestId"], purpose=self.purpose
+        )
+        return Response(resend_json(started))
+
+
+class VerifyEmailResendApi(ResendApi):
+    purpose = Challenge.Purpose.REGISTRATION
+
+    @extend_schema(
+        operation_id="register_verify_email_resend",
+        summary="E-mail a new confirmation code (the old one stops working)",
+        request=ResendInput,
+        responses={200: ResendOutput, **problem_responses(400, 404, 429)},
+        tags=["registration"],
+    )
+    def post(self, request: Request) -> Response:
+        return super().post(request)
+
+
+class TwoFactorConfirmApi(ConfirmApi):
+    @extend_schema(
+        operation_id="login_two_factor_confirm",
+        summary="Finish a sign-in with the SMS code",
+        request=ConfirmInput,
+        responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 429)},
+        parameters=[DEVICE_HEADER],
+        tags=["auth"],
+    )
+    def post(self, request: Request) -> Response:
+        data = ConfirmInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = sign_in_two_factor_confirm(
+            request_id=data.validated_data["requestId"],
+            code=data.validated_data["token"].strip(),
+            device=device_of(request._request),
+            request=request._request,
+        )
+        return Response(login_success(result.user, result.tokens))
+
+
+class TwoFactorResendApi(ResendApi):
+    purpose = Challenge.Purpose.SIGN_IN
+
+    @extend_schema(
+        operation_id="login_two_factor_resend",
+        summary="Send a new sign-in code by SMS (the old one stops working)",
+        request=ResendInput,
+        responses={200: ResendOutput, **problem_responses(400, 404, 429)},
+        tags=["auth"],
+    )
+    def post(self, request: Request) -> Response:
+        return super().post(request)
+
+
+class ResetPasswordApi(AuthApi):
+    identifier_field = "email"
+
+    @extend_schema(
+        operation_id="reset_password",
+        summary="E-mail a password reset code; the same answer whether or not the account exists",
+        request=ResetPasswordInput,
+        responses={200: ResendOutput, **problem_responses(400, 429)},
+        tags=["password reset"],
+    )
+    def post(self, request: Request) -> Response:
+        data = ResetPasswordInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        started = password_reset_request(
+            email=data.validated_data["email"], request=request._request
+        )
+        return Response(resend_json(started))
+
+
+class ResetPasswordResendApi(ResendApi):
+    purpose = Challenge.Purpose.PASSWORD_RESET
+
+    @extend_schema(
+        operation_id="reset_password_resend",
+        summary="E-mail a new password reset code (the old one stops working)",
+        request=ResendInput,
+        responses={200: ResendOutput, **problem_responses(400, 404, 429)},
+        tags=["password reset"],
+    )
+    def post(self, request: Request) -> Response:
+        return super().post(request)
+
+
+class ResetPasswordConfirmApi(ConfirmApi):
+    @extend_schema(
+        operation_id="reset_password_confirm",
+        summary="Set a new password with the e-mailed code; every session ends",
+        request=ResetPasswordConfirmInput,
+        responses={200: ConfirmedOutput, **problem_responses(400, 429)},
+        tags=["password reset"],
+    )
+    def post(self, request: Request) -> Response:
+        data = ResetPasswordConfirmInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        password_reset_confirm(
+            request_id=data.validated_data["requestId"],
+            code=data.validated_data["token"].strip(),
+            new_password=data.validated_data["newPassword"],
+            request=request._request,
+        )
+        return Response({"confirmed": True})

@@ -1,0 +1,208 @@
+"""A signed-in cabinet user's own account: profile, password, two-factor sign-in, sessions."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from accounts.api.confirmations import resend_json
+from accounts.api.serializers import (
+    ChallengeOutput,
+    ChangePasswordInput,
+    ConfirmInput,
+    EmptyOutput,
+    LoginSuccessOutput,
+    ProfileInput,
+    ResendInput,
+    ResendOutput,
+    SessionListOutput,
+    TwoFactorOutput,
+    UserDtoOutput,
+    login_success,
+    user_dto,
+)
+from accounts.api.views import DEVICE_HEADER, CabinetApi
+from accounts.authentication import AuthenticatedRequest
+from accounts.models import Challenge, Session
+from accounts.permissions import IsCabinetUser, IsCabinetUserAnyState
+from accounts.services.challenges import challenge_resend
+from accounts.services.passwords import password_change
+from accounts.services.profile import (
+    profile_update,
+    session_revoke_own,
+    sessions_live,
+    two_factor_disable,
+    two_factor_enable_confirm,
+    two_factor_enable_start,
+)
+from platform_site.serializers import problem_responses
+from platform_site.timestamps import rfc3339
+
+
+class MeApi(CabinetApi):
+    def get_permissions(self) -> list[Any]:
+        # Reading the profile is on the allow-list of a user who must change the password.
+        if self.request.method == "GET":
+            return [IsCabinetUserAnyState()]
+        return [IsCabinetUser()]
+
+    @extend_schema(
+        operation_id="users_me",
+        summary="Your userDto",
+        responses={200: UserDtoOutput, **problem_responses(401, 403, 429)},
+        tags=["profile"],
+    )
+    def get(self, request: AuthenticatedRequest) -> Response:
+        return Response(user_dto(request.user))
+
+    @extend_schema(
+        operation_id="users_me_update",
+        summary="Complete or change your profile (each field optional)",
+        description="A changed phone is announced by e-mail. With two-factor sign-in on, the "
+        "phone cannot be removed.",
+        request=ProfileInput,
+        responses={200: UserDtoOutput, **problem_responses(400, 401, 403, 429)},
+        tags=["profile"],
+    )
+    def patch(self, request: AuthenticatedRequest) -> Response:
+        data = ProfileInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = data.validated_data
+        user = profile_update(
+            user=request.user,
+            first_name=fields.get("firstName"),
+            last_name=fields.get("lastName"),
+            phone=fields.get("phone"),
+            request=request._request,
+        )
+        return Response(user_dto(user))
+
+
+class ChangePasswordApi(CabinetApi):
+    permission_classes = [IsCabinetUserAnyState]
+
+    @extend_schema(
+        operation_id="users_change_password",
+        summary="Change your password: every session ends and this device gets a new pair",
+        description="Also the way out of USER_PASSWORD_RESET_REQUIRED: the new pair has role USER. "
+        "A wrong currentPassword is 400 and counts toward the lock like a wrong sign-in.",
+        request=ChangePasswordInput,
+        responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 423, 429)},
+        parameters=[DEVICE_HEADER],
+        tags=["profile"],
+    )
+    def patch(self, request: AuthenticatedRequest) -> Response:
+        data = ChangePasswordInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = password_change(
+            user=request.user,
+            current_password=data.validated_data["currentPassword"],
+            new_password=data.validated_data["newPassword"],
+            device=request.auth.device,
+            request=request._request,
+        )
+        return Response(login_success(result.user, result.tokens))
+
+
+class TwoFactorApi(CabinetApi):
+    @extend_schema(
+        operation_id="users_two_factor_enable",
+        summary="Start enabling two-factor sign-in: an SMS code goes to your phone",
+        request=None,
+        responses={200: ChallengeOutput, **problem_responses(400, 401, 403, 409, 429)},
+        tags=["two-factor"],
+    )
+    def patch(self, request: AuthenticatedRequest) -> Response:
+        return Response(two_factor_enable_start(user=request.user).as_json())
+
+    @extend_schema(
+        operation_id="users_two_factor_disable",
+        summary="Turn two-factor sign-in off (you are told by e-mail)",
+        request=None,
+        responses={200: TwoFactorOutput, **problem_responses(401, 403, 429)},
+        tags=["two-factor"],
+    )
+    def delete(self, request: AuthenticatedRequest) -> Response:
+        user = two_factor_disable(user=request.user, request=request._request)
+        return Response({"twoFactorEnabled": user.two_factor_enabled})
+
+
+class TwoFactorConfirmApi(CabinetApi):
+    @extend_schema(
+        operation_id="users_two_factor_confirm",
+        summary="Confirm the SMS code: two-factor sign-in is on",
+        request=ConfirmInput,
+        responses={200: TwoFactorOutput, **problem_responses(400, 401, 403, 429)},
+        tags=["two-factor"],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        data = ConfirmInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = two_factor_enable_confirm(
+            user=request.user,
+            request_id=data.validated_data["requestId"],
+            code=data.validated_data["token"].strip(),
+            request=request._request,
+        )
+        return Response({"twoFactorEnabled": user.two_factor_enabled})
+
+
+class TwoFactorResendApi(CabinetApi):
+    @extend_schema(
+        operation_id="users_two_factor_resend",
+        summary="Send a new code for enabling two-factor sign-in",
+        request=ResendInput,
+        responses={200: ResendOutput, **problem_responses(400, 401, 403, 404, 429)},
+        tags=["two-factor"],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        data = ResendInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        started = challenge_resend(
+            request_id=data.validated_data["requestId"],
+            purpose=Challenge.Purpose.ENABLE_TWO_FACTOR,
+            user=request.user,
+        )
+        return Response(resend_json(started))
+
+
+def session_json(session: Session, current: uuid.UUID) -> dict[str, Any]:
+    return {
+        "sessionId": str(session.pk),
+        "deviceId": session.device_id,
+        "userAgent": session.user_agent,
+        "ip": session.ip,
+        "createdAt": rfc3339(session.created_at),
+        "lastUsedAt": rfc3339(session.last_used_at),
+        "expiresAt": rfc3339(session.expires_at),
+        "current": session.pk == current,
+    }
+
+
+class SessionsApi(CabinetApi):
+    @extend_schema(
+        operation_id="users_sessions",
+        summary="Your live sessions, most recently used first",
+        responses={200: SessionListOutput, **problem_responses(401, 403, 429)},
+        tags=["sessions"],
+    )
+    def get(self, request: AuthenticatedRequest) -> Response:
+        current = request.auth.session.pk
+        return Response(
+            {"sessions": [session_json(s, current) for s in sessions_live(user=request.user)]}
+        )
+
+
+class SessionApi(CabinetApi):
+    @extend_schema(
+        operation_id="users_sessions_revoke",
+        summary="Sign out one session: its tokens answer 401 from now on",
+        responses={200: EmptyOutput, **problem_responses(401, 403, 404, 429)},
+        tags=["sessions"],
+    )
+    def delete(self, request: AuthenticatedRequest, session_id: uuid.UUID) -> Response:
+        session_revoke_own(user=request.user, session_id=session_id, request=request._request)
+        return Response({})

@@ -1,0 +1,218 @@
+"""Confirmation codes: one mechanism for registration, 2FA sign-in, 2FA enabling and password
+reset (contract section 4).
+
+A code is 6 digits from ``secrets``; only its keyed hash is stored, bound to the challenge's id
+(the ``requestId``). Every confirmation spends an attempt with one conditional UPDATE that
+commits before the code is compared, so parallel guesses share one budget; marking the challenge
+used is a second conditional UPDATE, so of two parallel right codes exactly one succeeds.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.crypto import salted_hmac
+
+from accounts.errors import (
+    AttemptsExceeded,
+    ChallengeNotFound,
+    CodeExpired,
+    CodeInvalid,
+    ResendTooEarly,
+)
+from accounts.models import Challenge, User
+from accounts.services.outbox import outbox_email, outbox_sms
+
+Purpose = Challenge.Purpose
+
+CODE_DIGITS = 6
+
+# How each flow's code travels, and the template that carries it.
+DELIVERY = {
+    Purpose.REGISTRATION: (Challenge.Method.EMAIL, "registration_code"),
+    Purpose.PASSWORD_RESET: (Challenge.Method.EMAIL, "password_reset_code"),
+    Purpose.SIGN_IN: (Challenge.Method.SMS, "sign_in_code"),
+    Purpose.ENABLE_TWO_FACTOR: (Challenge.Method.SMS, "enable_two_factor_code"),
+}
+
+# Spend one attempt of a challenge still open; the row lock makes parallel spends take turns.
+_SPEND = """
+UPDATE accounts_challenge SET attempts_left = attempts_left - 1
+WHERE id = %s AND purpose = %s AND used_at IS NULL AND attempts_left > 0
+RETURNING attempts_left, code_hash, expires_at, user_id
+"""
+
+
+@dataclass(frozen=True)
+class Started:
+    """What a response that starts or resends a confirmation says."""
+
+    challenge: Challenge
+    retry_after_seconds: int
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "requestId": str(self.challenge.pk),
+            "confirmMethod": self.challenge.method,
+            "retryAfterSeconds": self.retry_after_seconds,
+        }
+
+
+def _code_hash(challenge_id: uuid.UUID, code: str) -> str:
+    return salted_hmac(
+        "accounts.challenge", f"{challenge_id}:{code}", algorithm="sha256"
+    ).hexdigest()
+
+
+def _code_new() -> str:
+    return f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
+
+
+def _send(challenge: Challenge, code: str) -> None:
+    method, template = DELIVERY[Purpose(challenge.purpose)]
+    context = {"code": code, "minutes": max(1, settings.ACCOUNTS_CODE_TTL_SECONDS // 60)}
+    if method == Challenge.Method.SMS:
+        if challenge.user is None:
+            raise ValueError("an SMS code always goes to a known user")
+        outbox_sms(to=challenge.address, template=template, context=context, user=challenge.user)
+    else:
+        outbox_email(
+            to=challenge.address,
+            template=template,
+            context=context,
+            user=challenge.user,
+            requires_account=True,
+        )
+
+
+def challenge_start(
+    *, purpose: Challenge.Purpose, user: User | None, address: str, device_key: str = ""
+) -> Started:
+    """A new challenge with a fresh code, sent through the outbox (after the commit).
+
+    ``user`` None makes a challenge that can never be confirmed, written and "sent" exactly like
+    a real one (the outbox skips it): for e-mails that must not be told apart.
+    """
+    now = timezone.now()
+    challenge = Challenge(
+        purpose=purpose,
+        method=DELIVERY[purpose][0],
+        user=user,
+        address=address,
+        attempts_left=settings.ACCOUNTS_CODE_ATTEMPTS,
+        created_at=now,
+        sent_at=now,
+        expires_at=now + timedelta(seconds=settings.ACCOUNTS_CODE_TTL_SECONDS),
+        device_key=device_key,
+    )
+    code = _code_new()
+    challenge.code_hash = _code_hash(challenge.pk, code)
+    challenge.save(force_insert=True)
+    _send(challenge, code)
+    return Started(challenge, settings.ACCOUNTS_CODE_RESEND_SECONDS)
+
+
+def challenge_pending(
+    *, purpose: Challenge.Purpose, user: User | None = None, address: str | None = None
+) -> Started | None:
+    """The newest open challenge of ``user`` (or sent to ``address``) for ``purpose`` still in
+    its resend cooldown: starting the flow again within the cooldown answers with it instead of
+    sending another code."""
+    now = timezone.now()
+    cooldown = timedelta(seconds=settings.ACCOUNTS_CODE_RESEND_SECONDS)
+    challenges = Challenge.objects.filter(
+        purpose=purpose,
+        used_at__isnull=True,
+        attempts_left__gt=0,
+        expires_at__gt=now,
+        sent_at__gt=now - cooldown,
+    )
+    if user is not None:
+        challenges = challenges.filter(user=user)
+    if address is not None:
+        challenges = challenges.filter(address__iexact=address)
+    challenge = challenges.order_by("-sent_at").first()
+    if challenge is None:
+        return None
+    return Started(challenge, _seconds_left(challenge.sent_at + cooldown - now))
+
+
+def _seconds_left(delta: timedelta) -> int:
+    return max(1, int(-(-delta.total_seconds() // 1)))  # rounded up: never "0, but wait"
+
+
+def challenge_resend(
+    *, request_id: uuid.UUID, purpose: Challenge.Purpose, user: User | None = None
+) -> Started:
+    """A new code for the challenge, replacing the old one, once its cooldown has passed.
+
+    The attempt budget is kept: resending is not a way to more guesses. ``user`` (for flows of a
+    signed-in user) must own the challenge.
+    """
+    with transaction.atomic():
+        challenge = (
+            Challenge.objects.select_for_update()
+            .select_related("user")
+            .filter(pk=request_id, purpose=purpose, used_at__isnull=True)
+            .first()
+        )
+        if challenge is None or (user is not None and challenge.user_id != user.pk):
+            raise ChallengeNotFound()
+        if challenge.attempts_left == 0:
+            raise AttemptsExceeded()
+        now = timezone.now()
+        wait = challenge.sent_at + timedelta(seconds=settings.ACCOUNTS_CODE_RESEND_SECONDS) - now
+        if wait > timedelta(0):
+            raise ResendTooEarly(retry_after_seconds=_seconds_left(wait))
+        code = _code_new()
+        challenge.code_hash = _code_hash(challenge.pk, code)
+        challenge.sent_at = now
+        challenge.expires_at = now + timedelta(seconds=settings.ACCOUNTS_CODE_TTL_SECONDS)
+        challenge.save(update_fields=["code_hash", "sent_at", "expires_at"])
+        _send(challenge, code)
+    return Started(challenge, settings.ACCOUNTS_CODE_RESEND_SECONDS)
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    challenge: Challenge
+    user: User
+
+
+def challenge_confirm(
+    *, request_id: uuid.UUID, purpose: Challenge.Purpose, code: str, user: User | None = None
+) -> Confirmed:
+    """The challenge, now used, and its user, if ``code`` is its code; else CodeInvalid,
+    CodeExpired or AttemptsExceeded. Must run outside a transaction: the spent attempt is
+    committed even when the answer is an error.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_SPEND, [request_id, purpose])
+        row = cursor.fetchone()
+    if row is None:
+        if Challenge.objects.filter(
+            pk=request_id, purpose=purpose, used_at__isnull=True, attempts_left=0
+        ).exists():
+            raise AttemptsExceeded()
+        # Unknown, finished, or of another flow: no code can be right.
+        raise CodeInvalid(attempts_remaining=0)
+    attempts_left, code_hash, expires_at, user_id = row
+    right = hmac.compare_digest(code_hash, _code_hash(request_id, code))
+    if expires_at <= timezone.now():
+        raise CodeExpired(attempts_remaining=attempts_left)
+    if not right or user_id is None or (user is not None and user_id != user.pk):
+        raise CodeInvalid(attempts_remaining=attempts_left)
+    used = Challenge.objects.filter(pk=request_id, used_at__isnull=True).update(
+        used_at=timezone.now()
+    )
+    if not used:  # a parallel confirmation with the same code came first
+        raise CodeInvalid(attempts_remaining=attempts_left)
+    challenge = Challenge.objects.select_related("user").get(pk=request_id)
+    return Confirmed(challenge=challenge, user=User.objects.get(pk=user_id))

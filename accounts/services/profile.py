@@ -1,0 +1,140 @@
+"""A cabinet user's own profile, two-factor sign-in and sessions."""
+
+from __future__ import annotations
+
+import uuid
+
+import phonenumbers
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from accounts.errors import CodeInvalid, PhoneRequired, SessionNotFound, TwoFactorAlreadyEnabled
+from accounts.models import Challenge, Session, User
+from accounts.services.audit import Kind, audit
+from accounts.services.challenges import (
+    Started,
+    challenge_confirm,
+    challenge_pending,
+    challenge_start,
+)
+from accounts.services.outbox import outbox_email
+from accounts.services.sessions import session_revoke
+from platform_site.errors import ValidationFailed
+
+PHONE_ERROR = "Enter a phone number in international format, such as +4915112345678."
+
+
+def phone_normalize(raw: str) -> str:
+    """An international number in any common notation, as E.164; "" stays "" (no phone)."""
+    raw = raw.strip()
+    if not raw:
+        return ""
+    try:
+        number = phonenumbers.parse(raw, None)
+    except phonenumbers.NumberParseException:
+        raise ValidationFailed({"phone": [PHONE_ERROR]}) from None
+    if not phonenumbers.is_valid_number(number):
+        raise ValidationFailed({"phone": [PHONE_ERROR]})
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+
+
+def profile_update(
+    *,
+    user: User,
+    first_name: str | None = None,
+    last_name: str | None = None,
+    phone: str | None = None,
+    request: HttpRequest | None,
+) -> User:
+    """Change the fields given. A new phone is announced by e-mail; a user with two-factor
+    sign-in cannot remove the phone its codes go to."""
+    fields: list[str] = []
+    if first_name is not None:
+        user.first_name, fields = first_name.strip(), [*fields, "first_name"]
+    if last_name is not None:
+        user.last_name, fields = last_name.strip(), [*fields, "last_name"]
+    phone_changed = False
+    if phone is not None:
+        phone = phone_normalize(phone)
+        if not phone and user.two_factor_enabled:
+            raise ValidationFailed(
+                {"phone": ["Two-factor sign-in sends its codes here: turn it off first."]}
+            )
+        phone_changed = phone != user.phone
+        user.phone, fields = phone, [*fields, "phone"]
+    with transaction.atomic():
+        user.save(update_fields=fields)
+        if phone_changed:
+            audit(Kind.PHONE_CHANGED, user=user, request=request)
+            if user.email:
+                outbox_email(
+                    to=user.email,
+                    template="phone_changed",
+                    context={"phone": user.phone or "-"},
+                    user=user,
+                )
+    return user
+
+
+def two_factor_enable_start(*, user: User) -> Started:
+    """An SMS code to the profile's phone; confirming it turns two-factor sign-in on."""
+    if user.two_factor_enabled:
+        raise TwoFactorAlreadyEnabled()
+    if not user.phone:
+        raise PhoneRequired()
+    pending = challenge_pending(purpose=Challenge.Purpose.ENABLE_TWO_FACTOR, user=user)
+    if pending is not None and pending.challenge.address == user.phone:
+        return pending
+    return challenge_start(
+        purpose=Challenge.Purpose.ENABLE_TWO_FACTOR, user=user, address=user.phone
+    )
+
+
+def two_factor_enable_confirm(
+    *, user: User, request_id: uuid.UUID, code: str, request: HttpRequest | None
+) -> User:
+    challenge = challenge_confirm(
+        request_id=request_id,
+        purpose=Challenge.Purpose.ENABLE_TWO_FACTOR,
+        code=code,
+        user=user,
+    ).challenge
+    user.refresh_from_db(fields=["phone", "two_factor_enabled"])
+    if challenge.address != user.phone:  # the phone changed since: the code proved another one
+        raise CodeInvalid(
+            attempts_remaining=0, detail="The phone number changed since this code was sent."
+        )
+    if not user.two_factor_enabled:
+        user.two_factor_enabled = True
+        user.save(update_fields=["two_factor_enabled"])
+        audit(Kind.TWO_FACTOR_ENABLED, user=user, request=request)
+    return user
+
+
+def two_factor_disable(*, user: User, request: HttpRequest | None) -> User:
+    """Turn two-factor sign-in off; the user is told by e-mail."""
+    if not user.two_factor_enabled:
+        return user
+    with transaction.atomic():
+        user.two_factor_enabled = False
+        user.save(update_fields=["two_factor_enabled"])
+        audit(Kind.TWO_FACTOR_DISABLED, user=user, request=request)
+        if user.email:
+            outbox_email(to=user.email, template="two_factor_disabled", context={}, user=user)
+    return user
+
+
+def sessions_live(*, user: User) -> QuerySet[Session]:
+    return Session.objects.filter(
+        user=user, revoked_at__isnull=True, expires_at__gt=timezone.now()
+    ).order_by("-last_used_at")
+
+
+def session_revoke_own(*, user: User, session_id: uuid.UUID, request: HttpRequest | None) -> None:
+    """End one of ``user``'s own live sessions; another's, or a dead one, is 404."""
+    if not sessions_live(user=user).filter(pk=session_id).exists():
+        raise SessionNotFound()
+    if session_revoke(session_id=session_id, reason="user"):
+        audit(Kind.SESSION_REVOKED, user=user, request=request, session=str(session_id))

@@ -1,0 +1,78 @@
+"""Registration with e-mail confirmation by code (contract section 4)."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from django.conf import settings
+from django.contrib.auth.hashers import make_password
+from django.db import IntegrityError, transaction
+from django.http import HttpRequest
+
+from accounts.devices import Device
+from accounts.errors import EmailTaken
+from accounts.models import Challenge, User
+from accounts.services.audit import Kind, audit
+from accounts.services.challenges import Started, challenge_confirm, challenge_start
+from accounts.services.outbox import outbox_email
+from accounts.services.passwords import password_validate
+from accounts.services.sign_in import SignIn, sign_in_continue, user_for_identifier
+
+USERNAME_MAX_LENGTH = 150
+
+
+def _username_for(email: str) -> str:
+    """The e-mail address, lowercased, when it is free as a login; otherwise a generated one."""
+    candidate = email.lower()
+    if (
+        len(candidate) <= USERNAME_MAX_LENGTH
+        and not User.objects.filter(username=candidate).exists()
+    ):
+        return candidate
+    return f"user-{secrets.token_hex(6)}"
+
+
+def register(*, email: str, password: str, request: HttpRequest | None) -> Started:
+    """A new cabinet user with an unconfirmed e-mail and a code on its way there.
+
+    A taken address is 409 EMAIL_TAKEN, or, with ACCOUNTS_PREVENT_ENUMERATION, the same 200 as
+    any other registration (with a challenge no code can confirm) and an e-mail to the owner.
+    """
+    existing = user_for_identifier(kind="email", identifier=email)
+    if existing is None:
+        password_validate(password, user=User(email=email))
+        try:
+            with transaction.atomic():
+                user = User(username=_username_for(email), email=email, kind=User.Kind.USER)
+                user.set_password(password)
+                user.save()
+                audit(Kind.REGISTERED, user=user, request=request)
+                return challenge_start(
+                    purpose=Challenge.Purpose.REGISTRATION, user=user, address=email
+                )
+        except IntegrityError:  # registered in parallel, or the login was taken meanwhile
+            existing = user_for_identifier(kind="email", identifier=email)
+            if existing is None:
+                raise
+    if not settings.ACCOUNTS_PREVENT_ENUMERATION:
+        raise EmailTaken()
+    password_validate(password, user=User(email=email))  # the same answers as a new address
+    make_password(password)  # and the same hashing time
+    with transaction.atomic():
+        outbox_email(to=existing.email, template="email_taken", context={}, user=existing)
+        return challenge_start(purpose=Challenge.Purpose.REGISTRATION, user=None, address=email)
+
+
+def email_confirm(
+    *, request_id: uuid.UUID, code: str, device: Device, request: HttpRequest | None
+) -> SignIn:
+    """The e-mailed code confirms the address; the sign-in then goes on where it stopped."""
+    user = challenge_confirm(
+        request_id=request_id, purpose=Challenge.Purpose.REGISTRATION, code=code
+    ).user
+    if not user.email_confirmed:
+        user.email_confirmed = True
+        user.save(update_fields=["email_confirmed"])
+        audit(Kind.EMAIL_CONFIRMED, user=user, request=request)
+    return sign_in_continue(user=user, device=device, request=request)
