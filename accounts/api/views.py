@@ -94,8 +94,14 @@ class LoginEmailApi(LoginApi):
     @extend_schema(
         operation_id="login_email",
         summary="Sign in with e-mail and password (cabinet users)",
+        description="Outcomes in order: 423 locked, 401 BAD_CREDENTIALS, 403 disabled or "
+        "expired, 409 EMAIL_NOT_CONFIRMED (a code is e-mailed), 401 ACTION_RESET_PASSWORD, "
+        "428 TWO_FACTOR_REQUIRED (a code is sent by SMS), 200.",
         request=LoginEmailInput,
-        responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 423, 429)},
+        responses={
+            200: LoginSuccessOutput,
+            **problem_responses(400, 401, 403, 409, 423, 428, 429),
+        },
         parameters=[DEVICE_HEADER],
         tags=["auth"],
     )
@@ -112,8 +118,12 @@ class LoginUsernameApi(LoginApi):
     @extend_schema(
         operation_id="login_username",
         summary="Sign in with login and password (adapters and cabinet users)",
+        description="The outcomes of /api/auth/login/email, in the same order.",
         request=LoginUsernameInput,
-        responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 423, 429)},
+        responses={
+            200: LoginSuccessOutput,
+            **problem_responses(400, 401, 403, 409, 423, 428, 429),
+        },
         parameters=[DEVICE_HEADER],
         tags=["auth"],
     )
@@ -185,7 +195,7 @@ class AdaptersApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_list",
         summary="Your adapters with their queue figures",
-        responses={200: AdapterListOutput, **problem_responses(401, 403)},
+        responses={200: AdapterListOutput, **problem_responses(401, 403, 429)},
         tags=["adapters"],
     )
     def get(self, request: AuthenticatedRequest) -> Response:
@@ -197,7 +207,7 @@ class AdaptersApi(CabinetApi):
         operation_id="adapters_create",
         summary="Create an adapter; its password is shown in this response only",
         request=AdapterCreateInput,
-        responses={201: AdapterCredentialsOutput, **problem_responses(400, 401, 403, 409)},
+        responses={201: AdapterCredentialsOutput, **problem_responses(400, 401, 403, 409, 429)},
         tags=["adapters"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
@@ -219,7 +229,7 @@ class AdapterApi(CabinetApi):
         operation_id="adapters_update",
         summary="Disable (active: false; its sessions end) or enable an adapter",
         request=AdapterUpdateInput,
-        responses={200: AdapterOutput, **problem_responses(400, 401, 403, 404)},
+        responses={200: AdapterOutput, **problem_responses(400, 401, 403, 404, 429)},
         tags=["adapters"],
     )
     def patch(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -235,7 +245,7 @@ class AdapterApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_delete",
         summary="Delete an adapter with its waiting messages",
-        responses={200: EmptyOutput, **problem_responses(401, 403, 404)},
+        responses={200: EmptyOutput, **problem_responses(401, 403, 404, 429)},
         tags=["adapters"],
     )
     def delete(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -248,7 +258,7 @@ class AdapterPasswordApi(CabinetApi):
         operation_id="adapters_password_rotate",
         summary="Give the adapter a new password (shown only here); its sessions end",
         request=None,
-        responses={200: AdapterPasswordOutput, **problem_responses(401, 403, 404)},
+        responses={200: AdapterPasswordOutput, **problem_responses(401, 403, 404, 429)},
         tags=["adapters"],
     )
     def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -264,7 +274,7 @@ class AdapterRoutesApi(CabinetApi):
         responses={
             201: RouteCreateInput,
             200: RouteCreateInput,
-            **problem_responses(400, 401, 403, 404),
+            **problem_responses(400, 401, 403, 404, 429),
         },
         tags=["adapters"],
     )
@@ -284,7 +294,7 @@ class AdapterRouteApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_routes_withdraw",
         summary="Withdraw a route: that adapter may no longer send to this one",
-        responses={200: EmptyOutput, **problem_responses(401, 403, 404)},
+        responses={200: EmptyOutput, **problem_responses(401, 403, 404, 429)},
         tags=["adapters"],
     )
     def delete(self, request: AuthenticatedRequest, adapter_id: int, sender_id: int) -> Response:

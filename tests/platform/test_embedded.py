@@ -34,9 +34,9 @@ def start_in_subprocess(pgdata: Path) -> str:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        check=True,
         timeout=120,
     )
+    assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout.strip()
 
 
