@@ -181,6 +181,9 @@ RATELIMIT_FAIL_OPEN = True
 # --- Celery --------------------------------------------------------------------------------------
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
+# The queue tasks go to and workers consume: deployments sharing one broker (and the test suite's
+# stacks) keep apart by naming their own.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
 # Without a broker, tasks run in-process, inside the call that queues them (the embedded mode).
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
