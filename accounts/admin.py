@@ -1,15 +1,25 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm, UsernameField
+from django.db import transaction
 from django.db.models import QuerySet
+from django.forms import ModelForm
 from django.http import HttpRequest
+from django.utils import timezone
 
-from accounts.models import Session, SignInGate, User
-from accounts.services.accounts import account_set_active
+from accounts.models import AuditEvent, Challenge, OutboxMessage, Session, SignInGate, User
+from accounts.services.accounts import (
+    account_require_password_change,
+    account_sessions_revoke,
+    account_set_active,
+    account_unlock,
+)
 from accounts.services.adapters import adapter_password_rotate
-from accounts.services.lockout import gate_unlock
+from accounts.services.audit import Kind, audit
 from accounts.services.sessions import session_revoke, sessions_revoke_for_user
 
 
@@ -75,30 +85,106 @@ class UserAdmin(DjangoUserAdmin[User]):
         ("Dates", {"fields": ("last_login", "date_joined")}),
     )
     readonly_fields = ("password_changed_at", "last_login", "date_joined")
-    actions = ["revoke_sessions", "unlock", "disable", "enable", "rotate_adapter_password"]
+    actions = [
+        "require_password_change",
+        "revoke_sessions",
+        "unlock",
+        "disable",
+        "enable",
+        "expire_credentials",
+        "expire_account",
+        "rotate_adapter_password",
+    ]
+
+    @admin.action(description="Require a password change (role USER_PASSWORD_RESET_REQUIRED)")
+    def require_password_change(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        users = queryset.filter(kind=User.Kind.USER)
+        for user in users:
+            account_require_password_change(user=user, actor=_actor(request))
+        self.message_user(request, f"{users.count()} users must change their password.")
 
     @admin.action(description="Revoke all sessions (their tokens stop working at once)")
     def revoke_sessions(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        ended = sum(sessions_revoke_for_user(user=user, reason="admin") for user in queryset)
+        ended = sum(account_sessions_revoke(user=user, actor=_actor(request)) for user in queryset)
         self.message_user(request, f"{ended} sessions revoked.")
 
     @admin.action(description="Unlock (clear consecutive wrong passwords)")
     def unlock(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
-            gate_unlock(user=user)
+            account_unlock(user=user, actor=_actor(request))
         self.message_user(request, f"{queryset.count()} accounts unlocked.")
 
     @admin.action(description="Disable (and end their sessions)")
     def disable(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
-            account_set_active(user=user, active=False)
+            account_set_active(user=user, active=False, actor=_actor(request))
         self.message_user(request, f"{queryset.count()} accounts disabled.")
 
     @admin.action(description="Enable")
     def enable(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
-            account_set_active(user=user, active=True)
+            account_set_active(user=user, active=True, actor=_actor(request))
         self.message_user(request, f"{queryset.count()} accounts enabled.")
+
+    @admin.action(description="Expire credentials now (next sign-in: ACTION_RESET_PASSWORD)")
+    def expire_credentials(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        now = timezone.now()
+        for user in queryset:
+            with transaction.atomic():
+                User.objects.filter(pk=user.pk).update(credentials_expire_at=now)
+                audit(
+                    Kind.CREDENTIALS_EXPIRY_SET,
+                    user=user,
+                    actor=_actor(request),
+                    at=now.isoformat(),
+                )
+        self.message_user(request, f"Credentials of {queryset.count()} accounts expired.")
+
+    @admin.action(description="Expire account now (sign-in: 403 ACCOUNT_EXPIRED; sessions end)")
+    def expire_account(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        now = timezone.now()
+        for user in queryset:
+            with transaction.atomic():
+                User.objects.filter(pk=user.pk).update(account_expires_at=now)
+                sessions_revoke_for_user(user=user, reason="expired")
+                audit(Kind.ACCOUNT_EXPIRY_SET, user=user, actor=_actor(request), at=now.isoformat())
+        self.message_user(request, f"{queryset.count()} accounts expired.")
+
+    def save_model(
+        self, request: HttpRequest, obj: User, form: ModelForm[User], change: bool
+    ) -> None:
+        """Edits on the change form go through the same rules as the actions, audited."""
+        if not change:
+            super().save_model(request, obj, form, change)
+            return
+        actor = _actor(request)
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            changed = set(form.changed_data)
+            if "is_active" in changed:
+                if not obj.is_active:
+                    sessions_revoke_for_user(user=obj, reason="disabled")
+                audit(
+                    Kind.ACCOUNT_ENABLED if obj.is_active else Kind.ACCOUNT_DISABLED,
+                    user=obj,
+                    actor=actor,
+                )
+            if "reset_password_required" in changed and obj.reset_password_required:
+                audit(Kind.PASSWORD_CHANGE_REQUIRED, user=obj, actor=actor)
+            if "account_expires_at" in changed:
+                expires = obj.account_expires_at
+                if expires is not None and expires <= timezone.now():
+                    sessions_revoke_for_user(user=obj, reason="expired")
+                audit(Kind.ACCOUNT_EXPIRY_SET, user=obj, actor=actor, at=_iso(expires))
+            if "credentials_expire_at" in changed:
+                audit(
+                    Kind.CREDENTIALS_EXPIRY_SET,
+                    user=obj,
+                    actor=actor,
+                    at=_iso(obj.credentials_expire_at),
+                )
+            if "password" in changed:
+                audit(Kind.PASSWORD_CHANGED, user=obj, actor=actor)
 
     @admin.action(description="Rotate adapter password (shown once, here)")
     def rotate_adapter_password(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
@@ -117,6 +203,14 @@ class UserAdmin(DjangoUserAdmin[User]):
             },
         ),
     )
+
+
+def _actor(request: HttpRequest) -> User | None:
+    return request.user if isinstance(request.user, User) else None
+
+
+def _iso(value: Any) -> str | None:
+    return None if value is None else value.isoformat()
 
 
 @admin.register(Session)
@@ -140,7 +234,16 @@ class SessionAdmin(admin.ModelAdmin[Session]):
 
     @admin.action(description="Revoke (their tokens stop working at once)")
     def revoke(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
-        ended = sum(session_revoke(session_id=session.pk, reason="admin") for session in queryset)
+        ended = 0
+        for session in queryset.select_related("user"):
+            if session_revoke(session_id=session.pk, reason="admin"):
+                ended += 1
+                audit(
+                    Kind.SESSION_REVOKED,
+                    user=session.user,
+                    actor=_actor(request),
+                    session=str(session.pk),
+                )
         self.message_user(request, f"{ended} sessions revoked.")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -155,3 +258,52 @@ class SignInGateAdmin(admin.ModelAdmin[SignInGate]):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+class ReadOnlyAdmin(admin.ModelAdmin[Any]):
+    """Records written by the platform itself: administrators read them, never edit them."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "kind", "user", "actor", "identifier", "ip")
+    list_filter = ("kind", "created_at")
+    search_fields = ("user__username", "user__email", "actor__username", "identifier", "ip")
+    list_select_related = ("user", "actor")
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+
+
+@admin.register(OutboxMessage)
+class OutboxMessageAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "channel", "to", "template", "status", "attempts", "sent_at")
+    list_filter = ("status", "channel", "template")
+    search_fields = ("to", "user__username", "user__email")
+    exclude = ("text", "html")  # codes: readable only in DEBUG, at /dev/outbox
+    ordering = ("-created_at",)
+
+
+@admin.register(Challenge)
+class ChallengeAdmin(ReadOnlyAdmin):
+    list_display = (
+        "created_at",
+        "purpose",
+        "method",
+        "user",
+        "attempts_left",
+        "expires_at",
+        "used_at",
+    )
+    list_filter = ("purpose", "method")
+    search_fields = ("user__username", "user__email", "address")
+    exclude = ("code_hash",)
+    ordering = ("-created_at",)

@@ -65,4 +65,30 @@ def check_services(
                 id="platform.W003",
             )
         )
+    if settings.SMS_BACKEND in ("console", "memory"):
+        messages.append(
+            Warning(
+                f"SMS_BACKEND is {settings.SMS_BACKEND}: two-factor codes are not sent.",
+                hint="Set SMS_BACKEND=http and SMS_HTTP_URL to your gateway.",
+                id="platform.W004",
+            )
+        )
     return messages
+
+
+@register()
+def check_sms(
+    *, app_configs: Sequence[AppConfig] | None, databases: Sequence[str] | None, **kwargs: Any
+) -> list[CheckMessage]:
+    """A misconfigured SMS gateway fails at startup, not at the first two-factor sign-in."""
+    if settings.SMS_BACKEND == "http" and not settings.SMS_HTTP_URL.startswith(
+        ("http://", "https://")
+    ):
+        return [
+            Error(
+                "SMS_BACKEND is http but SMS_HTTP_URL is not an http(s) URL.",
+                hint="Set SMS_HTTP_URL, e.g. https://sms-gateway.example.com/send.",
+                id="platform.E004",
+            )
+        ]
+    return []

@@ -277,6 +277,8 @@ PRODUCTION = {
     "REDIS_URL": "redis://cache.internal:6379/0",
     "CELERY_BROKER_URL": "amqp://guest:guest@broker.internal:5672//",
     "EMAIL_URL": "smtp+tls://robot:secret@smtp.example.com:587",
+    "SMS_BACKEND": "http",
+    "SMS_HTTP_URL": "https://sms.example.com/send",
     "SECURE_SSL_REDIRECT": "true",
     "SECURE_HSTS_SECONDS": "31536000",
     "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
@@ -319,3 +321,17 @@ def test_deploy_check_refuses_the_development_defaults():
     assert result.returncode == 1
     for check in ("platform.E001", "platform.E002", "platform.W001"):
         assert check in result.stderr
+
+
+def test_an_sms_gateway_without_an_http_url_fails_every_startup_check():
+    result = check_deploy(**{**PRODUCTION, "SMS_HTTP_URL": "file:///etc/passwd"})
+
+    assert result.returncode == 1
+    assert "platform.E004" in result.stderr
+
+
+def test_the_deploy_check_warns_when_sms_codes_would_not_be_sent():
+    result = check_deploy(**{**PRODUCTION, "SMS_BACKEND": "console"})
+
+    assert result.returncode == 1
+    assert "platform.W004" in result.stderr

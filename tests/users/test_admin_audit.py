@@ -1,0 +1,209 @@
+"""Administrators' actions on cabinet users, each audited; the audit log and its counter; the
+development outbox."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from prometheus_client import REGISTRY
+
+from accounts.models import AuditEvent, OutboxMessage, Session, SignInGate, User
+from tests.conftest import ApiClient
+from tests.factories import DEFAULT_PASSWORD, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+Kind = AuditEvent.Kind
+
+
+@pytest.fixture
+def person(db: Any) -> User:
+    return UserFactory.create(username="grace", email="grace@example.com", phone="+4915123456789")
+
+
+@pytest.fixture
+def signed_in(person: User) -> ApiClient:
+    client = ApiClient(device_id="grace-laptop")
+    response = client.call(
+        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
+    )
+    assert response.status_code == 200
+    client.tokens = response.json()
+    return client
+
+
+def act(admin_client: Any, action: str, user: User) -> None:
+    response = admin_client.post(
+        "/admin/accounts/user/", {"action": action, "_selected_action": [user.pk]}
+    )
+    assert response.status_code == 302
+
+
+def events(user: User) -> list[tuple[str, str | None]]:
+    return [
+        (event.kind, event.actor.username if event.actor else None)
+        for event in AuditEvent.objects.filter(user=user).order_by("pk")
+    ]
+
+
+def code(response: Any) -> tuple[int, str]:
+    return response.status_code, response.json().get("code", "")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/admin/accounts/auditevent/",
+        "/admin/accounts/outboxmessage/",
+        "/admin/accounts/challenge/",
+        "/admin/accounts/auditevent/?kind__exact=SIGN_IN",
+    ],
+)
+def test_the_audit_log_outbox_and_challenges_are_readable_in_the_admin(
+    admin_client, signed_in, person, path
+):
+    ApiClient().call("post", "/api/auth/reset-password", {"email": person.email})
+
+    page = admin_client.get(path)
+
+    assert page.status_code == 200
+    assert b"grace" in page.content
+
+
+def test_audit_records_are_read_only_in_the_admin(admin_client, signed_in, person):
+    event = AuditEvent.objects.get(user=person, kind=Kind.SIGN_IN)
+
+    assert admin_client.get("/admin/accounts/auditevent/add/").status_code == 403
+    assert admin_client.post(f"/admin/accounts/auditevent/{event.pk}/delete/").status_code == 403
+    assert AuditEvent.objects.filter(pk=event.pk).exists()
+
+
+def test_requiring_a_password_change_restricts_the_live_session_at_once(
+    admin_client, admin_user, signed_in, person
+):
+    act(admin_client, "require_password_change", person)
+
+    assert code(signed_in.call("get", "/api/users/sessions")) == (403, "PASSWORD_CHANGE_REQUIRED")
+    assert signed_in.refresh().status_code == 200
+    assert signed_in.call("get", "/api/users/me").json()["roles"] == [
+        "USER_PASSWORD_RESET_REQUIRED"
+    ]
+    assert (Kind.PASSWORD_CHANGE_REQUIRED, "root") in events(person)
+
+
+def test_disabling_ends_sessions_and_sign_in_says_disabled(admin_client, signed_in, person):
+    act(admin_client, "disable", person)
+
+    assert code(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
+    again = ApiClient().call(
+        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
+    )
+    assert code(again) == (403, "ACCOUNT_DISABLED")
+    act(admin_client, "enable", person)
+    assert (Kind.ACCOUNT_DISABLED, "root") in events(person)
+    assert (Kind.ACCOUNT_ENABLED, "root") in events(person)
+
+
+def test_expiring_credentials_sends_the_next_sign_in_to_password_reset(admin_client, person):
+    act(admin_client, "expire_credentials", person)
+
+    response = ApiClient().call(
+        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
+    )
+    assert code(response) == (401, "ACTION_RESET_PASSWORD")
+    assert (Kind.CREDENTIALS_EXPIRY_SET, "root") in events(person)
+
+
+def test_expiring_an_account_ends_its_sessions(admin_client, signed_in, person):
+    act(admin_client, "expire_account", person)
+
+    assert code(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
+    response = ApiClient().call(
+        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
+    )
+    assert code(response) == (403, "ACCOUNT_EXPIRED")
+    assert (Kind.ACCOUNT_EXPIRY_SET, "root") in events(person)
+
+
+def test_unlock_and_revoke_sessions_are_audited(admin_client, signed_in, person):
+    for _ in range(5):
+        ApiClient().call("post", "/api/auth/login/email", {"email": person.email, "password": "x"})
+    assert SignInGate.objects.get().locked_until is not None
+
+    act(admin_client, "unlock", person)
+    act(admin_client, "revoke_sessions", person)
+
+    assert not SignInGate.objects.exists()
+    assert code(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
+    kinds = [kind for kind, _ in events(person)]
+    assert kinds.count(Kind.SIGN_IN_FAILED) == 5
+    assert Kind.LOCKED in kinds
+    assert (Kind.UNLOCKED, "root") in events(person)
+    assert (Kind.SESSION_REVOKED, "root") in events(person)
+
+
+def test_edits_on_the_change_form_are_audited_and_take_effect(admin_client, signed_in, person):
+    page = admin_client.get(f"/admin/accounts/user/{person.pk}/change/")
+    form = page.context["adminform"].form
+    data = {
+        name: value
+        for name, value in form.initial.items()
+        if value is not None and name not in ("groups", "user_permissions", "password")
+    }
+    expiry = timezone.now() - timedelta(minutes=1)
+    data.update(
+        {
+            "is_active": "",  # unchecked: disabled
+            "reset_password_required": "on",
+            "account_expires_at_0": "",
+            "account_expires_at_1": "",
+            "credentials_expire_at_0": expiry.strftime("%Y-%m-%d"),
+            "credentials_expire_at_1": expiry.strftime("%H:%M:%S"),
+            "date_joined_0": person.date_joined.strftime("%Y-%m-%d"),
+            "date_joined_1": person.date_joined.strftime("%H:%M:%S"),
+        }
+    )
+    data = {key: value for key, value in data.items() if value != ""}
+    response = admin_client.post(f"/admin/accounts/user/{person.pk}/change/", data)
+
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    person.refresh_from_db()
+    assert person.is_active is False
+    assert person.reset_password_required is True
+    assert Session.objects.get(user=person).revoked_reason == "disabled"
+    kinds = {kind for kind, actor in events(person) if actor == "root"}
+    assert {
+        Kind.ACCOUNT_DISABLED,
+        Kind.PASSWORD_CHANGE_REQUIRED,
+        Kind.CREDENTIALS_EXPIRY_SET,
+    } <= kinds
+
+
+def test_every_audit_kind_is_counted_in_prometheus(signed_in):
+    before = REGISTRY.get_sample_value("platform_security_events_total", {"kind": "SIGN_IN"})
+
+    ApiClient(device_id="second").call(
+        "post",
+        "/api/auth/login/email",
+        {"email": "grace@example.com", "password": DEFAULT_PASSWORD},
+    )
+
+    after = REGISTRY.get_sample_value("platform_security_events_total", {"kind": "SIGN_IN"})
+    assert after == (before or 0) + 1
+
+
+def test_the_development_outbox_shows_the_last_messages_only_with_debug(client, settings, person):
+    ApiClient().call("post", "/api/auth/reset-password", {"email": person.email})
+    message = OutboxMessage.objects.get(to=person.email)
+
+    settings.DEBUG = False
+    assert client.get("/dev/outbox").status_code == 404
+    settings.DEBUG = True
+    page = client.get("/dev/outbox")
+
+    assert page.status_code == 200
+    assert message.text.split()[5].encode() in page.content  # the code's sentence
+    assert b"grace@example.com" in page.content
