@@ -5,6 +5,8 @@ Every endpoint here is unauthenticated and limited per client IP and per account
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,7 +29,7 @@ from accounts.models import Challenge
 from accounts.services.challenges import Started, challenge_resend
 from accounts.services.passwords import password_reset_confirm, password_reset_request
 from accounts.services.registration import email_confirm, register
-from accounts.services.sign_in import sign_in_two_factor_confirm
+from accounts.services.sign_in import SignIn, sign_in_two_factor_confirm
 from platform_site.serializers import problem_responses
 
 
@@ -36,6 +38,19 @@ def resend_json(started: Started) -> dict[str, object]:
         "requestId": str(started.challenge.pk),
         "retryAfterSeconds": started.retry_after_seconds,
     }
+
+
+def signed_in_by_code(request: Request, confirm: Callable[..., SignIn]) -> Response:
+    """Confirm ``{requestId, token}`` with ``confirm`` and answer with the sign-in it ends in."""
+    data = ConfirmInput(data=request.data)
+    data.is_valid(raise_exception=True)
+    result = confirm(
+        request_id=data.validated_data["requestId"],
+        code=data.validated_data["token"].strip(),
+        device=device_of(request._request),
+        request=request._request,
+    )
+    return Response(login_success(result.user, result.tokens))
 
 
 class RegisterApi(AuthApi):
@@ -78,15 +93,7 @@ class VerifyEmailConfirmApi(ConfirmApi):
         tags=["registration"],
     )
     def post(self, request: Request) -> Response:
-        data = ConfirmInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        result = email_confirm(
-            request_id=data.validated_data["requestId"],
-            code=data.validated_data["token"].strip(),
-            device=device_of(request._request),
-            request=request._request,
-        )
-        return Response(login_success(result.user, result.tokens))
+        return signed_in_by_code(request, email_confirm)
 
 
 class ResendApi(ConfirmApi):
@@ -125,15 +132,7 @@ class TwoFactorConfirmApi(ConfirmApi):
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
-        data = ConfirmInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        result = sign_in_two_factor_confirm(
-            request_id=data.validated_data["requestId"],
-            code=data.validated_data["token"].strip(),
-            device=device_of(request._request),
-            request=request._request,
-        )
-        return Response(login_success(result.user, result.tokens))
+        return signed_in_by_code(request, sign_in_two_factor_confirm)
 
 
 class TwoFactorResendApi(ResendApi):

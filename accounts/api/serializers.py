@@ -132,15 +132,23 @@ class AdapterListOutput(serializers.Serializer[Any]):
 CODE_MAX_LENGTH = 16
 
 
-class RegisterInput(Input):
+class NewPasswordInput(Input):
+    """A new password typed twice: ``confirmPassword`` must repeat ``password_field``."""
+
+    password_field = "newPassword"  # noqa: S105 (a field name)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs[self.password_field] != attrs["confirmPassword"]:
+            raise serializers.ValidationError({"confirmPassword": ["The passwords differ."]})
+        return attrs
+
+
+class RegisterInput(NewPasswordInput):
+    password_field = "password"  # noqa: S105 (a field name)
+
     email = serializers.EmailField(max_length=254)
     password = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
     confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs["password"] != attrs["confirmPassword"]:
-            raise serializers.ValidationError({"confirmPassword": ["The passwords differ."]})
-        return attrs
 
 
 class ChallengeOutput(serializers.Serializer[Any]):
@@ -156,10 +164,6 @@ class ResendOutput(serializers.Serializer[Any]):
     retryAfterSeconds = serializers.IntegerField()
 
 
-class ResetStartedOutput(ResendOutput):
-    pass
-
-
 class ConfirmInput(Input):
     requestId = serializers.UUIDField()
     token = serializers.CharField(max_length=CODE_MAX_LENGTH, help_text="The 6-digit code.")
@@ -173,29 +177,19 @@ class ResetPasswordInput(Input):
     email = serializers.EmailField(max_length=254)
 
 
-class ResetPasswordConfirmInput(ConfirmInput):
+class ResetPasswordConfirmInput(ConfirmInput, NewPasswordInput):
     newPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
     confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs["newPassword"] != attrs["confirmPassword"]:
-            raise serializers.ValidationError({"confirmPassword": ["The passwords differ."]})
-        return attrs
 
 
 class ConfirmedOutput(serializers.Serializer[Any]):
     confirmed = serializers.BooleanField()
 
 
-class ChangePasswordInput(Input):
+class ChangePasswordInput(NewPasswordInput):
     currentPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
     newPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
     confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs["newPassword"] != attrs["confirmPassword"]:
-            raise serializers.ValidationError({"confirmPassword": ["The passwords differ."]})
-        return attrs
 
 
 class ProfileInput(Input):
