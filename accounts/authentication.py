@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from accounts.devices import Device, device_of
 from accounts.models import Session, User
 from accounts.selectors import session_authenticate
+from accounts.services.sessions import session_touch
 from accounts.services.tokens import Claims, access_token_decode
 from platform_site.errors import TokenMalformed
 
@@ -56,6 +57,7 @@ class AccessTokenAuthentication(BaseAuthentication):
         claims = access_token_decode(token)
         device = device_of(request._request)
         session = session_authenticate(claims=claims, device=device)
+        session_touch(session)
         return session.user, Auth(claims=claims, session=session, device=device)
 
     def authenticate_header(self, request: Request) -> str:

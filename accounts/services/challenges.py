@@ -158,7 +158,8 @@ def challenge_resend(
     """
     with transaction.atomic():
         challenge = (
-            Challenge.objects.select_for_update()
+            # Only the challenge's row: the user is a nullable join, which FOR UPDATE refuses.
+            Challenge.objects.select_for_update(of=("self",))
             .select_related("user")
             .filter(pk=request_id, purpose=purpose, used_at__isnull=True)
             .first()

@@ -66,9 +66,14 @@ def _publish_on_commit(message: OutboxMessage) -> None:
         from accounts.tasks import outbox_deliver_task
 
         try:
-            # No retries here: with the broker down the request must still answer at once;
-            # the sweep sends the message when the broker is back.
-            outbox_deliver_task.apply_async((message.pk,), retry=False)
+            # One immediate retry on a new connection: the pooled one is dead after the broker
+            # restarted and fails its first use. No waiting: with the broker down the request
+            # must still answer at once; the sweep sends the message when the broker is back.
+            outbox_deliver_task.apply_async(
+                (message.pk,),
+                retry=True,
+                retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0},
+            )
         except Exception:
             logger.warning(
                 "outbox message %s not queued; the sweep will send it", message.pk, exc_info=True

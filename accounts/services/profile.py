@@ -129,7 +129,7 @@ def two_factor_disable(*, user: User, request: HttpRequest | None) -> User:
 def sessions_live(*, user: User) -> QuerySet[Session]:
     return Session.objects.filter(
         user=user, revoked_at__isnull=True, expires_at__gt=timezone.now()
-    ).order_by("-last_used_at")
+    ).order_by("-last_used_at", "-created_at")
 
 
 def session_revoke_own(*, user: User, session_id: uuid.UUID, request: HttpRequest | None) -> None:

@@ -114,6 +114,18 @@ def _refuse(*, claims: Claims, presented: uuid.UUID, device: Device) -> NoReturn
     raise RefreshTokenReused()
 
 
+# last_used_at is written at most this often per session: "last used" for people reading their
+# session list, without a write on every request of a busy adapter.
+TOUCH_INTERVAL = timedelta(seconds=60)
+
+
+def session_touch(session: Session) -> None:
+    now = timezone.now()
+    if now - session.last_used_at >= TOUCH_INTERVAL:
+        Session.objects.filter(pk=session.pk).update(last_used_at=now)
+        session.last_used_at = now
+
+
 def session_logout(*, refresh_token: str) -> None:
     """End the session of ``refresh_token``; idempotent. Possession of the token is the proof."""
     claims = refresh_token_decode(refresh_token)

@@ -289,3 +289,16 @@ def test_a_refresh_waiting_on_the_row_lock_of_a_rotation_loses_when_it_commits(c
 
     assert code(result["response"]) == (401, "TOKEN_REVOKED")
     assert Session.objects.get().revoked_at is None
+
+
+def test_last_used_is_written_by_requests_at_most_once_a_minute(consumer):
+    session = Session.objects.get()
+    past = session.last_used_at - timedelta(minutes=5)
+    Session.objects.filter(pk=session.pk).update(last_used_at=past)
+
+    whoami(consumer)
+    touched = Session.objects.get().last_used_at
+    whoami(consumer)
+
+    assert touched > past
+    assert Session.objects.get().last_used_at == touched
