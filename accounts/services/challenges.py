@@ -43,9 +43,11 @@ DELIVERY = {
 }
 
 # Spend one attempt of a challenge still open; the row lock makes parallel spends take turns.
+# A signed-in user's flow names its user: nobody spends another user's attempts.
 _SPEND = """
 UPDATE accounts_challenge SET attempts_left = attempts_left - 1
-WHERE id = %s AND purpose = %s AND used_at IS NULL AND attempts_left > 0
+WHERE id = %(id)s AND purpose = %(purpose)s AND used_at IS NULL AND attempts_left > 0
+  AND (%(user_id)s::bigint IS NULL OR user_id = %(user_id)s::bigint)
 RETURNING attempts_left, code_hash, expires_at, user_id
 """
 
@@ -195,12 +197,18 @@ def challenge_confirm(
     committed even when the answer is an error.
     """
     with connection.cursor() as cursor:
-        cursor.execute(_SPEND, [request_id, purpose])
+        cursor.execute(
+            _SPEND,
+            {"id": request_id, "purpose": purpose, "user_id": None if user is None else user.pk},
+        )
         row = cursor.fetchone()
     if row is None:
-        if Challenge.objects.filter(
+        spent = Challenge.objects.filter(
             pk=request_id, purpose=purpose, used_at__isnull=True, attempts_left=0
-        ).exists():
+        )
+        if user is not None:
+            spent = spent.filter(user=user)
+        if spent.exists():
             raise AttemptsExceeded()
         # Unknown, finished, or of another flow: no code can be right.
         raise CodeInvalid(attempts_remaining=0)

@@ -99,11 +99,10 @@ def credentials_expired(*, user: User, now: datetime) -> bool:
     if user.credentials_expire_at is not None and user.credentials_expire_at <= now:
         return True
     max_age = settings.ACCOUNTS_PASSWORD_MAX_AGE_DAYS
+    # A password set outside set_password (an import, a fixture) counts from the account's start.
+    changed_at = user.password_changed_at or user.date_joined
     return bool(
-        max_age
-        and user.kind == User.Kind.USER
-        and user.password_changed_at is not None
-        and user.password_changed_at + timedelta(days=max_age) <= now
+        max_age and user.kind == User.Kind.USER and changed_at + timedelta(days=max_age) <= now
     )
 
 
