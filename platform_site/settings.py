@@ -82,7 +82,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
+    "accounts.web.sessions.CabinetSessionMiddleware",
 ]
+LOGIN_URL = "/login"
 
 ROOT_URLCONF = "platform_site.urls"
 WSGI_APPLICATION = "platform_site.wsgi.application"

@@ -1,12 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
-from django.views.generic import TemplateView
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.dev import dev_outbox
 
 urlpatterns = [
-    path("", TemplateView.as_view(template_name="home.html"), name="home"),
+    path("", RedirectView.as_view(url="/bus"), name="home"),
     path("admin/", admin.site.urls),
     path("dev/outbox", dev_outbox, name="dev-outbox"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -14,6 +14,7 @@ urlpatterns = [
     path("api/", include("accounts.api.urls")),
     path("api/exchange/", include("exchange.api.urls")),
     path("", include("health.urls")),
+    path("", include("accounts.web.urls")),
 ]
 
 handler404 = "platform_site.errors.handler404"

@@ -1,0 +1,173 @@
+"""/bus, the cabinet's home: the user's adapters with their queues, and what an owner does with
+them. Every action is a POST through the services the JSON API uses."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from accounts.models import User
+from accounts.selectors import adapters_for_owner
+from accounts.services.accounts import account_set_active
+from accounts.services.adapters import adapter_create, adapter_for_owner, adapter_password_rotate
+from accounts.services.sessions import sessions_revoke_for_user
+from accounts.web.forms import AdapterCreateForm
+from exchange.models import DeadLetter, Message
+from exchange.services.dead_letters import dead_letters_redrive
+from exchange.services.messages import message_send
+from exchange.services.routes import route_grant, route_withdraw
+from platform_site.errors import ApplicationError
+
+RECENT = 20
+CREDENTIALS_KEY = "adapter_credentials"  # shown once, on the next page view
+
+
+def _owner(request: HttpRequest) -> User:
+    user = request.user
+    assert isinstance(user, User)  # noqa: S101 (login_required ran first)
+    return user
+
+
+@login_required(login_url="/login")
+def bus_page(request: HttpRequest) -> HttpResponse:
+    owner = _owner(request)
+    summaries = adapters_for_owner(owner=owner)
+    ids = [summary.adapter.pk for summary in summaries]
+    return render(
+        request,
+        "cabinet/bus.html",
+        {
+            "summaries": summaries,
+            "create_form": AdapterCreateForm(),
+            # Popped: the password is on this one page view and nowhere else.
+            "credentials": request.session.pop(CREDENTIALS_KEY, None),
+            "recent": Message.objects.filter(recipient_id__in=ids)
+            .select_related("recipient", "sender")
+            .order_by("-seq")[:RECENT],
+            "dead_letters": DeadLetter.objects.filter(recipient_id__in=ids)
+            .select_related("recipient", "sender")
+            .order_by("-dead_at")[:RECENT],
+        },
+    )
+
+
+@login_required(login_url="/login")
+@require_POST
+def adapter_create_page(request: HttpRequest) -> HttpResponse:
+    form = AdapterCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            credentials = adapter_create(
+                owner=_owner(request), login=form.cleaned_data["login"] or None
+            )
+        except ApplicationError as error:
+            messages.error(request, error.detail)
+        else:
+            request.session[CREDENTIALS_KEY] = {
+                "login": credentials.login,
+                "password": credentials.password,
+            }
+    return redirect("/bus")
+
+
+def _adapter_action(request: HttpRequest, adapter_id: int, act: Any) -> HttpResponse:
+    owner = _owner(request)
+    try:
+        adapter = adapter_for_owner(owner=owner, adapter_id=adapter_id)
+        act(owner, adapter)
+    except ApplicationError as error:
+        messages.error(request, error.detail)
+    return redirect("/bus")
+
+
+@login_required(login_url="/login")
+@require_POST
+def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> HttpResponse:
+    def rotate(owner: User, adapter: User) -> None:
+        password = adapter_password_rotate(adapter=adapter)
+        request.session[CREDENTIALS_KEY] = {"login": adapter.username, "password": password}
+
+    def disable(owner: User, adapter: User) -> None:
+        account_set_active(user=adapter, active=False, actor=owner)
+        messages.success(request, _("%(login)s is disabled.") % {"login": adapter.username})
+
+    def enable(owner: User, adapter: User) -> None:
+        account_set_active(user=adapter, active=True, actor=owner)
+        messages.success(request, _("%(login)s is enabled.") % {"login": adapter.username})
+
+    def revoke(owner: User, adapter: User) -> None:
+        ended = sessions_revoke_for_user(user=adapter, reason="owner")
+        messages.success(
+            request,
+            _("%(count)s sessions of %(login)s ended.")
+            % {"count": ended, "login": adapter.username},
+        )
+
+    def test_message(owner: User, adapter: User) -> None:
+        sent = message_send(
+            sender=adapter,
+            to=adapter.pk,
+            type="cabinet.test",
+            payload={"text": "A test message from the cabinet."},
+            headers={},
+            idempotency_key=None,
+        )
+        messages.success(
+            request,
+            _("A test message %(id)s is waiting for %(login)s.")
+            % {"id": sent.message_id, "login": adapter.username},
+        )
+
+    def grant(owner: User, adapter: User) -> None:
+        try:
+            sender_id = int(request.POST.get("sender", ""))
+        except ValueError:
+            messages.error(request, _("Enter the number of the adapter that may send."))
+            return
+        route_grant(recipient=adapter, sender_id=sender_id, granted_by=owner)
+        messages.success(
+            request,
+            _("Adapter %(id)s may now send to %(login)s.")
+            % {"id": sender_id, "login": adapter.username},
+        )
+
+    def withdraw(owner: User, adapter: User) -> None:
+        route_withdraw(recipient=adapter, sender_id=int(request.POST.get("sender", "0")))
+        messages.success(request, _("The route is withdrawn."))
+
+    actions = {
+        "rotate": rotate,
+        "disable": disable,
+        "enable": enable,
+        "revoke": revoke,
+        "test-message": test_message,
+        "grant": grant,
+        "withdraw": withdraw,
+    }
+    if action not in actions:
+        messages.error(request, _("Unknown action."))
+        return redirect("/bus")
+    return _adapter_action(request, adapter_id, actions[action])
+
+
+@login_required(login_url="/login")
+@require_POST
+def redrive_page(request: HttpRequest) -> HttpResponse:
+    ids = []
+    for value in request.POST.getlist("message"):
+        try:
+            ids.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    revived = dead_letters_redrive(owner=_owner(request), message_ids=ids)
+    messages.success(
+        request, _("%(count)s messages are back in their queues.") % {"count": len(revived)}
+    )
+    return redirect("/bus")

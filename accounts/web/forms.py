@@ -1,0 +1,111 @@
+"""The cabinet's forms: fields and their labels only; every rule is the services' (the same
+ones the JSON API calls), and their errors are put back on the fields here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+PASSWORD_MAX_LENGTH = 4096
+
+
+def password_field(label: Any, autocomplete: str) -> forms.CharField:
+    return forms.CharField(
+        label=label,
+        max_length=PASSWORD_MAX_LENGTH,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": autocomplete}),
+    )
+
+
+class LoginForm(forms.Form):
+    login = forms.CharField(
+        label=_("E-mail or login"),
+        max_length=254,
+        widget=forms.TextInput(attrs={"autocomplete": "username", "autofocus": True}),
+    )
+    password = password_field(_("Password"), "current-password")
+
+
+class NewPasswordForm(forms.Form):
+    """A new password typed twice."""
+
+    new_password = password_field(_("New password"), "new-password")
+    confirm_password = password_field(_("Repeat the new password"), "new-password")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("new_password") != data.get("confirm_password"):
+            self.add_error("confirm_password", _("The passwords differ."))
+        return data
+
+
+class RegisterForm(NewPasswordForm):
+    email = forms.EmailField(
+        label=_("E-mail"),
+        max_length=254,
+        widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True}),
+    )
+    field_order = ["email", "new_password", "confirm_password"]
+
+
+class CodeForm(forms.Form):
+    code = forms.CharField(
+        label=_("Code"),
+        max_length=16,
+        widget=forms.TextInput(
+            attrs={
+                "autocomplete": "one-time-code",
+                "inputmode": "numeric",
+                "pattern": "[0-9]{6}",
+                "autofocus": True,
+            }
+        ),
+    )
+
+
+class ResetConfirmForm(CodeForm, NewPasswordForm):
+    field_order = ["code", "new_password", "confirm_password"]
+
+
+class ResetRequestForm(forms.Form):
+    email = forms.EmailField(
+        label=_("E-mail"),
+        max_length=254,
+        widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True}),
+    )
+
+
+class ChangePasswordForm(NewPasswordForm):
+    current_password = password_field(_("Current password"), "current-password")
+    field_order = ["current_password", "new_password", "confirm_password"]
+
+
+class ProfileForm(forms.Form):
+    first_name = forms.CharField(
+        label=_("First name"),
+        max_length=150,
+        widget=forms.TextInput(attrs={"autocomplete": "given-name"}),
+    )
+    last_name = forms.CharField(
+        label=_("Last name"),
+        max_length=150,
+        widget=forms.TextInput(attrs={"autocomplete": "family-name"}),
+    )
+    phone = forms.CharField(
+        label=_("Mobile phone"),
+        max_length=32,
+        help_text=_("International format with the country code, such as +49 151 23456789."),
+        widget=forms.TextInput(attrs={"autocomplete": "tel", "inputmode": "tel"}),
+    )
+
+
+class AdapterCreateForm(forms.Form):
+    login = forms.CharField(
+        label=_("Login (optional)"),
+        max_length=150,
+        required=False,
+        help_text=_("Leave empty for a generated one."),
+    )

@@ -1,0 +1,87 @@
+"""Browser sign-in: a Django session cookie that carries the id of a platform session.
+
+Signing in through the cabinet runs the same services as the API and starts the same
+accounts.Session row; the cookie session only points at it. So the sessions list shows browsers
+too, and revoking a session (from the list, the admin, a password change) signs the browser out
+on its next request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.contrib.auth import login, logout
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.utils import timezone
+
+from accounts.models import Session, User
+from accounts.services.sessions import session_revoke
+from accounts.services.sign_in import SignIn
+
+SESSION_KEY = "platform_session"
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+# Paths a user whose administrator required a new password may still open.
+PASSWORD_CHANGE_ALLOWED = ("/settings/password", "/logout", "/static/", "/dev/outbox", "/i18n/")
+# Paths with their own authentication, untouched here.
+NOT_CABINET = ("/api/", "/actuator/", "/admin/")
+
+
+def web_sign_in(request: HttpRequest, result: SignIn) -> None:
+    """Log the browser in to ``result``'s session (the session key is rotated by login())."""
+    login(request, result.user, backend=MODEL_BACKEND)
+    request.session[SESSION_KEY] = str(result.session.pk)
+
+
+def web_sign_out(request: HttpRequest) -> None:
+    session_id = request.session.get(SESSION_KEY)
+    if session_id:
+        session_revoke(session_id=session_id, reason="logout")
+    logout(request)
+
+
+def current_session_id(request: HttpRequest) -> str | None:
+    value = request.session.get(SESSION_KEY)
+    return str(value) if value else None
+
+
+def after_sign_in_path(user: User) -> str:
+    """Where the seed's client goes next (seed 3.4)."""
+    if user.reset_password_required:
+        return "/settings/password"
+    if not (user.first_name and user.last_name and user.phone):
+        return "/welcome"
+    return "/bus"
+
+
+class CabinetSessionMiddleware:
+    """Signs out a browser whose platform session ended, and keeps a user whose administrator
+    required a new password on the change-password page (the same allow-list as the API)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith(NOT_CABINET):
+            return self.get_response(request)
+        session_id = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
+        if session_id and request.user.is_authenticated:
+            alive = Session.objects.filter(
+                pk=session_id,
+                user=request.user,
+                revoked_at__isnull=True,
+                expires_at__gt=timezone.now(),
+                user__is_active=True,
+            ).exists()
+            if not alive:
+                logout(request)
+                return redirect(f"/login?next={request.path}")
+            user = request.user
+            if (
+                isinstance(user, User)
+                and user.reset_password_required
+                and not request.path.startswith(PASSWORD_CHANGE_ALLOWED)
+            ):
+                return redirect("/settings/password")
+        return self.get_response(request)

@@ -1,0 +1,351 @@
+"""The cabinet's pages with Django's test client: every page and each outcome a person meets."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from accounts.models import Challenge, Session, User
+from accounts.services.accounts import account_require_password_change
+from exchange.models import Message
+from tests.conftest import ApiClient, last_code
+from tests.factories import DEFAULT_PASSWORD, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "a-long-and-unusual-passphrase"
+
+
+@pytest.fixture
+def person(db: Any) -> User:
+    return UserFactory.create(username="grace", email="grace@example.com", phone="+4915123456789")
+
+
+def sign_in(client: Client, login: str, password: str = DEFAULT_PASSWORD) -> Any:
+    return client.post("/login", {"login": login, "password": password})
+
+
+@pytest.fixture
+def browser(person: User) -> Client:
+    client = Client()
+    assert sign_in(client, person.email)["Location"] == "/bus"
+    return client
+
+
+def text(response: Any) -> str:
+    return re.sub(r"\s+", " ", response.content.decode())
+
+
+@pytest.mark.parametrize("path", ["/login", "/register", "/reset-password"])
+def test_the_public_pages_render_with_labelled_fields(client, path):
+    page = client.get(path)
+
+    assert page.status_code == 200
+    for field_id in re.findall(r'<input[^>]+id="([^"]+)"', page.content.decode()):
+        assert f'for="{field_id}"' in page.content.decode()
+
+
+@pytest.mark.parametrize("path", ["/bus", "/welcome", "/settings/security", "/settings/password"])
+def test_the_cabinet_pages_need_a_sign_in(client, path):
+    response = client.get(path)
+
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login")
+
+
+@pytest.mark.parametrize("path", ["/bus", "/welcome", "/settings/security", "/settings/password"])
+def test_the_cabinet_pages_render_for_a_signed_in_user(browser, path):
+    assert browser.get(path).status_code == 200
+
+
+def test_the_home_page_is_the_bus(client):
+    assert client.get("/")["Location"] == "/bus"
+
+
+def test_a_wrong_password_says_nothing_about_the_account(client, person):
+    known = sign_in(client, person.email, "wrong")
+    unknown = sign_in(client, "nobody@example.com", "wrong")
+
+    assert known.status_code == unknown.status_code == 200
+    assert "The e-mail, login or password is wrong." in text(known)
+    assert "The e-mail, login or password is wrong." in text(unknown)
+
+
+def test_five_wrong_passwords_lock_with_the_end_time_shown(client, person):
+    for _ in range(5):
+        sign_in(client, person.email, "wrong")
+
+    page = sign_in(client, person.email, DEFAULT_PASSWORD)
+
+    assert "the account is locked until" in text(page)
+
+
+def test_a_disabled_account_is_told_so(client, person):
+    User.objects.filter(pk=person.pk).update(is_active=False)
+
+    assert "This account is disabled." in text(sign_in(client, person.email))
+
+
+def test_an_unconfirmed_e_mail_goes_to_the_code_form(client, person):
+    User.objects.filter(pk=person.pk).update(email_confirmed=False)
+
+    response = sign_in(client, person.email)
+
+    assert response.status_code == 302
+    assert response["Location"].startswith("/register/confirm?requestId=")
+    form = client.get(response["Location"])
+    assert "We sent a 6-digit code to grace@example.com" in text(form)
+
+
+def test_expired_credentials_go_to_the_password_reset(client, person):
+    User.objects.filter(pk=person.pk).update(credentials_expire_at=timezone.now())
+
+    response = sign_in(client, person.email)
+
+    assert response["Location"] == "/reset-password"
+
+
+def test_two_factor_sign_in_asks_for_the_sms_code(client, person):
+    User.objects.filter(pk=person.pk).update(two_factor_enabled=True)
+
+    step_one = sign_in(client, person.email)
+    assert step_one["Location"].startswith("/login/two-factor?requestId=")
+    wrong = client.post(step_one["Location"], {"code": "000000"})
+    assert "The code is wrong. Attempts left: 4." in text(wrong)
+    step_two = client.post(step_one["Location"], {"code": last_code(person.phone)})
+
+    assert step_two["Location"] == "/bus"
+    assert client.get("/bus").status_code == 200
+
+
+def test_adapters_cannot_sign_in_to_the_cabinet(client, adapter):
+    response = sign_in(client, "erp")
+
+    assert response["Location"] == "/login"
+    assert not Session.objects.filter(user=adapter, revoked_at__isnull=True).exists()
+
+
+def test_registration_confirm_and_welcome(client):
+    registered = client.post(
+        "/register",
+        {"email": "new@example.com", "new_password": PASSWORD, "confirm_password": PASSWORD},
+    )
+    assert registered["Location"].startswith("/register/confirm?requestId=")
+
+    confirmed = client.post(registered["Location"], {"code": last_code("new@example.com")})
+    assert confirmed["Location"] == "/welcome"
+
+    welcomed = client.post(
+        "/welcome", {"first_name": "Ada", "last_name": "Lovelace", "phone": "+49 151 23456789"}
+    )
+    assert welcomed["Location"] == "/bus"
+    assert User.objects.get(email="new@example.com").phone == "+4915123456789"
+
+
+def test_registration_errors_stay_on_their_fields(client, person):
+    taken = client.post(
+        "/register",
+        {"email": "GRACE@example.com", "new_password": PASSWORD, "confirm_password": PASSWORD},
+    )
+    weak = client.post(
+        "/register",
+        {"email": "weak@example.com", "new_password": "password", "confirm_password": "password"},
+    )
+    differ = client.post(
+        "/register",
+        {"email": "d@example.com", "new_password": PASSWORD, "confirm_password": PASSWORD + "x"},
+    )
+
+    assert "An account with this e-mail already exists." in text(taken)
+    assert "This password is too common." in text(weak)
+    assert "The passwords differ." in text(differ)
+
+
+def test_the_code_page_offers_a_resend_with_its_countdown(client, settings):
+    registered = client.post(
+        "/register",
+        {"email": "new@example.com", "new_password": PASSWORD, "confirm_password": PASSWORD},
+    )
+    page = client.get(registered["Location"])
+    assert re.search(r'data-retry-after="(60|59)"', text(page))
+
+    early = client.post(registered["Location"], {"action": "resend"}, follow=True)
+    assert "You can ask again in" in text(early)
+    Challenge.objects.update(sent_at=timezone.now() - timedelta(minutes=2))
+    resent = client.post(registered["Location"], {"action": "resend"}, follow=True)
+    assert "A new code is on its way." in text(resent)
+
+
+def test_password_reset_by_code(client, person):
+    requested = client.post("/reset-password", {"email": person.email})
+    assert requested["Location"].startswith("/reset-password/confirm?requestId=")
+
+    done = client.post(
+        requested["Location"],
+        {"code": last_code(person.email), "new_password": PASSWORD, "confirm_password": PASSWORD},
+    )
+
+    assert done["Location"] == "/login"
+    assert sign_in(client, person.email, PASSWORD)["Location"] == "/bus"
+
+
+def test_password_reset_for_an_unknown_e_mail_looks_the_same(client):
+    requested = client.post("/reset-password", {"email": "nobody@example.com"})
+
+    assert requested["Location"].startswith("/reset-password/confirm?requestId=")
+    assert "If nobody@example.com has an account" in text(client.get(requested["Location"]))
+
+
+def test_signing_out_ends_the_platform_session(browser, person):
+    browser.post("/logout")
+
+    assert Session.objects.get(user=person).revoked_reason == "logout"
+    assert browser.get("/bus")["Location"].startswith("/login")
+
+
+def test_a_session_revoked_elsewhere_signs_the_browser_out(browser, person):
+    Session.objects.filter(user=person).update(revoked_at=timezone.now())
+
+    assert browser.get("/bus")["Location"].startswith("/login")
+
+
+def test_the_sign_in_rotates_the_session_key(client, person):
+    anonymous = client.session
+    anonymous["probe"] = True
+    anonymous.save()
+    before = anonymous.session_key
+
+    sign_in(client, person.email)
+
+    assert client.session.session_key != before
+    assert client.session.get("platform_session")
+
+
+def test_an_administrator_required_change_keeps_the_user_on_the_password_page(browser, person):
+    account_require_password_change(user=person, actor=None)
+
+    assert browser.get("/bus")["Location"] == "/settings/password"
+    page = browser.get("/settings/password")
+    assert "Your administrator requires a new password." in text(page)
+    changed = browser.post(
+        "/settings/password",
+        {
+            "current_password": DEFAULT_PASSWORD,
+            "new_password": PASSWORD,
+            "confirm_password": PASSWORD,
+        },
+    )
+    assert changed["Location"] == "/settings/security"
+    assert browser.get("/bus").status_code == 200
+
+
+def test_changing_the_password_signs_out_other_sessions(browser, person):
+    other = ApiClient(device_id="phone")
+    other.call(
+        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
+    )
+
+    browser.post(
+        "/settings/password",
+        {
+            "current_password": DEFAULT_PASSWORD,
+            "new_password": PASSWORD,
+            "confirm_password": PASSWORD,
+        },
+    )
+
+    assert Session.objects.filter(user=person, revoked_at__isnull=True).count() == 1
+    assert browser.get("/bus").status_code == 200
+
+
+def test_turning_two_factor_on_and_off(browser, person):
+    started = browser.post("/settings/two-factor/enable")
+    assert started["Location"].startswith("/settings/two-factor?requestId=")
+
+    on = browser.post(started["Location"], {"code": last_code(person.phone)})
+    assert on["Location"] == "/settings/security"
+    person.refresh_from_db()
+    assert person.two_factor_enabled
+    assert "On: signing in asks for a code sent to +4915123456789." in text(
+        browser.get("/settings/security")
+    )
+
+    browser.post("/settings/two-factor/disable")
+    person.refresh_from_db()
+    assert not person.two_factor_enabled
+
+
+def test_two_factor_needs_a_phone_first(browser, person):
+    User.objects.filter(pk=person.pk).update(phone="", first_name="")
+
+    response = browser.post("/settings/two-factor/enable", follow=True)
+
+    assert "Add your mobile phone first" in text(response)
+
+
+def test_the_security_page_lists_sessions_and_signs_out_others(browser, person):
+    ApiClient(device_id="phone").call(
+        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
+    )
+    page = text(browser.get("/settings/security"))
+    assert "phone" in page
+    assert "this browser" in page
+    assert "Signed in" in page  # the recent security events
+
+    browser.post("/settings/sessions/revoke", {"scope": "others"})
+
+    assert Session.objects.filter(user=person, revoked_at__isnull=True).count() == 1
+
+
+def test_the_bus_creates_an_adapter_and_shows_its_password_once(browser, person):
+    browser.post("/bus/adapters", {"login": "billing"})
+
+    first = text(browser.get("/bus"))
+    again = text(browser.get("/bus"))
+
+    password = re.search(r'id="credential-password">([^<]+)<', first)
+    assert password is not None
+    assert password.group(1) not in again
+    assert ApiClient().sign_in("billing", password.group(1)).status_code == 200
+
+
+def test_the_bus_sends_a_test_message_and_shows_the_queue(browser, person):
+    browser.post("/bus/adapters", {"login": "billing"})
+    adapter = User.objects.get(username="billing")
+
+    browser.post(f"/bus/adapters/{adapter.pk}/test-message")
+
+    assert Message.objects.filter(recipient=adapter, type="cabinet.test").count() == 1
+    page = browser.get("/bus").content.decode()
+    assert re.search(r'data-figure="available">\s*1\s*<', page)
+
+
+def test_the_bus_disables_rotates_and_refuses_foreign_adapters(browser, person, adapter):
+    browser.post("/bus/adapters", {"login": "billing"})
+    mine = User.objects.get(username="billing")
+
+    browser.post(f"/bus/adapters/{mine.pk}/disable")
+    mine.refresh_from_db()
+    assert mine.is_active is False
+
+    foreign = browser.post(f"/bus/adapters/{adapter.pk}/disable", follow=True)
+    adapter.refresh_from_db()
+    assert adapter.is_active is True
+    assert "You have no adapter with this id." in text(foreign)
+
+
+def test_the_bus_has_a_clear_empty_state(browser):
+    assert "No adapters yet." in text(browser.get("/bus"))
+
+
+def test_forms_post_only_with_csrf(person):
+    client = Client(enforce_csrf_checks=True)
+
+    response = client.post("/login", {"login": person.email, "password": DEFAULT_PASSWORD})
+
+    assert response.status_code == 403
