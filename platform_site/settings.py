@@ -75,7 +75,9 @@ MIDDLEWARE = [
     "platform_site.observability.RequestObservabilityMiddleware",
     "platform_site.errors.ApiProblemMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "platform_site.security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -98,6 +100,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
@@ -106,6 +109,10 @@ TEMPLATES = [
 ]
 
 LANGUAGE_CODE = "en"
+# The cabinet's languages: the browser's Accept-Language picks one, the switch in the page
+# header keeps another in a cookie.
+LANGUAGES = [("en", "English"), ("ru", "Русский")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

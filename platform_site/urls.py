@@ -9,6 +9,7 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/bus"), name="home"),
     path("admin/", admin.site.urls),
     path("dev/outbox", dev_outbox, name="dev-outbox"),
+    path("i18n/", include("django.conf.urls.i18n")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include("accounts.api.urls")),

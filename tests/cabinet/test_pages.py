@@ -349,3 +349,19 @@ def test_forms_post_only_with_csrf(person):
     response = client.post("/login", {"login": person.email, "password": DEFAULT_PASSWORD})
 
     assert response.status_code == 403
+
+
+@pytest.mark.parametrize("path", ["/login", "/register", "/bus", "/settings/security"])
+def test_pages_forbid_inline_script_and_framing_and_run_none(client, browser, path):
+    page = (client if path in ("/login", "/register") else browser).get(path)
+
+    policy = page["Content-Security-Policy"]
+    assert "script-src 'self'" in policy
+    assert "frame-ancestors 'none'" in policy
+    assert page["X-Frame-Options"] == "DENY"
+    assert page["Referrer-Policy"] == "same-origin"
+    # Every script is a file of our own: nothing inline for the policy to refuse.
+    scripts = re.findall(r"<script([^>]*)>(.*?)</script>", page.content.decode(), re.S)
+    assert scripts
+    assert all('src="/static/' in attributes and not body.strip() for attributes, body in scripts)
+    assert ' style="' not in page.content.decode()
