@@ -9,7 +9,7 @@ PROMTOOL := $(TOOLS)/prometheus/usr/bin/promtool
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install tools lint typecheck pytest bench db-stop clean
+.PHONY: run test install tools browser lint typecheck pytest bench db-stop clean
 
 run: export DEBUG ?= true
 run: install
@@ -36,6 +36,10 @@ $(PROMTOOL):
 	dpkg-deb -x $(TOOLS)/deb/prometheus_*.deb $(TOOLS)/prometheus
 	test -x $@
 
+# The browser tests drive Debian's Chromium through Playwright; browsers cannot be downloaded.
+browser:
+	command -v chromium >/dev/null || apt-get install -y -qq chromium || (apt-get update -qq && apt-get install -y -qq chromium)
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -44,7 +48,7 @@ typecheck: install
 	$(BIN)/mypy .
 
 # Uses DATABASE_URL when set; otherwise the suite starts the embedded PostgreSQL under .data/.
-pytest: install tools
+pytest: install tools browser
 	PROMTOOL=$(CURDIR)/$(PROMTOOL) $(BIN)/pytest
 
 # The exchange benchmark (docs/performance.md): wrk is the HTTP load generator.

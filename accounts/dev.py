@@ -15,7 +15,8 @@ SHOWN = 50
 def dev_outbox(request: HttpRequest) -> HttpResponse:
     if not settings.DEBUG:
         raise Http404()
-    messages = OutboxMessage.objects.order_by("-created_at", "-pk")[:SHOWN]
-    response = render(request, "dev/outbox.html", {"messages": messages, "count": SHOWN})
+    # Not "messages": that name is Django's notices in base.html.
+    outbox = OutboxMessage.objects.order_by("-created_at", "-pk")[:SHOWN]
+    response = render(request, "dev/outbox.html", {"outbox": outbox, "count": SHOWN})
     response["Cache-Control"] = "no-store"
     return response

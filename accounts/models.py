@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 def validate_e164(value: str) -> None:
@@ -251,24 +252,24 @@ class AuditEvent(models.Model):
     """A security event (contract section 4), readable in the admin."""
 
     class Kind(models.TextChoices):
-        SIGN_IN = "SIGN_IN", "Signed in"
-        SIGN_IN_FAILED = "SIGN_IN_FAILED", "Sign-in failed"
-        LOCKED = "LOCKED", "Locked by wrong passwords"
-        UNLOCKED = "UNLOCKED", "Unlocked"
-        REGISTERED = "REGISTERED", "Registered"
-        EMAIL_CONFIRMED = "EMAIL_CONFIRMED", "E-mail confirmed"
-        PASSWORD_CHANGED = "PASSWORD_CHANGED", "Password changed"
-        PASSWORD_RESET = "PASSWORD_RESET", "Password reset"
-        PASSWORD_CHANGE_REQUIRED = "PASSWORD_CHANGE_REQUIRED", "Password change required"
-        TWO_FACTOR_ENABLED = "TWO_FACTOR_ENABLED", "Two-factor sign-in enabled"
-        TWO_FACTOR_DISABLED = "TWO_FACTOR_DISABLED", "Two-factor sign-in disabled"
-        PHONE_CHANGED = "PHONE_CHANGED", "Phone changed"
-        REFRESH_TOKEN_REUSED = "REFRESH_TOKEN_REUSED", "Refresh token reused"
-        SESSION_REVOKED = "SESSION_REVOKED", "Session revoked"
-        ACCOUNT_DISABLED = "ACCOUNT_DISABLED", "Account disabled"
-        ACCOUNT_ENABLED = "ACCOUNT_ENABLED", "Account enabled"
-        ACCOUNT_EXPIRY_SET = "ACCOUNT_EXPIRY_SET", "Account expiry set"
-        CREDENTIALS_EXPIRY_SET = "CREDENTIALS_EXPIRY_SET", "Credentials expiry set"
+        SIGN_IN = "SIGN_IN", _("Signed in")
+        SIGN_IN_FAILED = "SIGN_IN_FAILED", _("Sign-in failed")
+        LOCKED = "LOCKED", _("Locked by wrong passwords")
+        UNLOCKED = "UNLOCKED", _("Unlocked")
+        REGISTERED = "REGISTERED", _("Registered")
+        EMAIL_CONFIRMED = "EMAIL_CONFIRMED", _("E-mail confirmed")
+        PASSWORD_CHANGED = "PASSWORD_CHANGED", _("Password changed")
+        PASSWORD_RESET = "PASSWORD_RESET", _("Password reset")
+        PASSWORD_CHANGE_REQUIRED = "PASSWORD_CHANGE_REQUIRED", _("Password change required")
+        TWO_FACTOR_ENABLED = "TWO_FACTOR_ENABLED", _("Two-factor sign-in enabled")
+        TWO_FACTOR_DISABLED = "TWO_FACTOR_DISABLED", _("Two-factor sign-in disabled")
+        PHONE_CHANGED = "PHONE_CHANGED", _("Phone changed")
+        REFRESH_TOKEN_REUSED = "REFRESH_TOKEN_REUSED", _("Refresh token reused")
+        SESSION_REVOKED = "SESSION_REVOKED", _("Session revoked")
+        ACCOUNT_DISABLED = "ACCOUNT_DISABLED", _("Account disabled")
+        ACCOUNT_ENABLED = "ACCOUNT_ENABLED", _("Account enabled")
+        ACCOUNT_EXPIRY_SET = "ACCOUNT_EXPIRY_SET", _("Account expiry set")
+        CREDENTIALS_EXPIRY_SET = "CREDENTIALS_EXPIRY_SET", _("Credentials expiry set")
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
     user = models.ForeignKey(

@@ -25,12 +25,4 @@ document.addEventListener("DOMContentLoaded", () => {
       button.textContent = button.dataset.copiedLabel;
     });
   }
-  // Errors are tied to their fields for assistive technology.
-  for (const error of document.querySelectorAll(".field.invalid .error")) {
-    const input = error.parentElement.querySelector("input, select, textarea");
-    if (input) {
-      input.setAttribute("aria-invalid", "true");
-      input.setAttribute("aria-describedby", error.id);
-    }
-  }
 });

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import dj_database_url
@@ -10,6 +11,7 @@ import pytest
 from django.conf import settings
 from django.core.cache import caches
 from django.test import Client
+from django.utils import translation
 
 from accounts.models import User
 from platform_site import embedded
@@ -53,6 +55,13 @@ def last_code(to: str) -> str:
     match = re.search(r"\b(\d{6})\b", message.text)
     assert match is not None, message.text
     return match.group(1)
+
+
+@pytest.fixture(autouse=True)
+def _default_language() -> Iterator[None]:
+    # LocaleMiddleware leaves the last request's language active in the thread.
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from accounts.models import User
@@ -106,7 +107,11 @@ def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> H
         ended = sessions_revoke_for_user(user=adapter, reason="owner")
         messages.success(
             request,
-            _("%(count)s sessions of %(login)s ended.")
+            ngettext(
+                "%(count)s session of %(login)s ended.",
+                "%(count)s sessions of %(login)s ended.",
+                ended,
+            )
             % {"count": ended, "login": adapter.username},
         )
 
@@ -168,6 +173,12 @@ def redrive_page(request: HttpRequest) -> HttpResponse:
             continue
     revived = dead_letters_redrive(owner=_owner(request), message_ids=ids)
     messages.success(
-        request, _("%(count)s messages are back in their queues.") % {"count": len(revived)}
+        request,
+        ngettext(
+            "%(count)s message is back in its queue.",
+            "%(count)s messages are back in their queues.",
+            len(revived),
+        )
+        % {"count": len(revived)},
     )
     return redirect("/bus")

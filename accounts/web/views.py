@@ -112,7 +112,8 @@ def _too_many(error: RateLimited) -> str:
 
 
 def _local_time(moment: Any) -> str:
-    return date_format(timezone.localtime(moment), "DATETIME_FORMAT")
+    """A moment with its time zone, for sentences ("locked until 2026-11-21 12:34 UTC")."""
+    return date_format(timezone.localtime(moment), "Y-m-d H:i T")
 
 
 def _challenge(request_id: str | None, purpose: Challenge.Purpose) -> Challenge | None:

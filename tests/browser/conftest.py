@@ -1,0 +1,92 @@
+"""Chromium, driven by Playwright, against pytest-django's live server in this process.
+
+One browser for the package, a fresh context (cookies, storage) for each test, and one page at a
+time: the live server's listen backlog is small."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+PHONE_WIDTH = 360
+DESKTOP_WIDTH = 1440
+HEIGHT = 900
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    """One Chromium for the package's tests.
+
+    Playwright's sync API keeps an asyncio loop running in this thread while it is started, and
+    Django refuses database calls from a thread with a running loop. So the tests' own queries
+    (fixtures, flushes, reading codes) are allowed for exactly that time, and the browser stops
+    with the package rather than the session, before the rest of the suite runs without it.
+    """
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium")
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, live_server: Any, transactional_db: None) -> Iterator[Page]:
+    context: BrowserContext = browser.new_context(
+        base_url=live_server.url,
+        locale="en-US",
+        viewport={"width": DESKTOP_WIDTH, "height": HEIGHT},
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+class Screenshots:
+    """Full-page screenshots at a phone's and a desktop's width, and the pages that scroll
+    sideways on the phone."""
+
+    def __init__(self) -> None:
+        self.wider_than_the_phone: dict[str, int] = {}
+
+    def take(self, page: Page, name: str) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        for width in (PHONE_WIDTH, DESKTOP_WIDTH):
+            page.set_viewport_size({"width": width, "height": HEIGHT})
+            if width == PHONE_WIDTH:
+                scroll_width = page.evaluate("document.documentElement.scrollWidth")
+                if scroll_width > PHONE_WIDTH:
+                    self.wider_than_the_phone[name] = scroll_width
+            page.screenshot(
+                path=SCREENSHOTS / f"{name}-{width}.png",
+                full_page=True,
+                animations="disabled",
+                caret="hide",
+            )
+
+
+@pytest.fixture
+def screenshots() -> Screenshots:
+    return Screenshots()
+
+
+def sign_in(page: Page, login: str, password: str) -> None:
+    page.goto("/login")
+    page.get_by_label("E-mail or login", exact=True).fill(login)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Sign in", exact=True).click()
