@@ -148,6 +148,8 @@ def _code_page(
             "challenge": challenge,
             "attempts_left": challenge.attempts_left,
             "retry_after": _retry_after(challenge),
+            # The embedded mode sends nothing: say where the code is.
+            "dev_outbox": settings.DEBUG,
             **context,
         },
     )

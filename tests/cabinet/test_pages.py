@@ -365,3 +365,14 @@ def test_pages_forbid_inline_script_and_framing_and_run_none(client, browser, pa
     assert scripts
     assert all('src="/static/' in attributes and not body.strip() for attributes, body in scripts)
     assert ' style="' not in page.content.decode()
+
+
+def test_code_pages_point_to_the_development_outbox_only_in_debug(client, settings):
+    registered = client.post(
+        "/register",
+        {"email": "new@example.com", "new_password": PASSWORD, "confirm_password": PASSWORD},
+    )
+    settings.DEBUG = False
+    assert "/dev/outbox" not in text(client.get(registered["Location"]))
+    settings.DEBUG = True
+    assert 'href="/dev/outbox"' in text(client.get(registered["Location"]))
