@@ -14,7 +14,7 @@ PORT ?= 8000
 run: export DEBUG ?= true
 run: install
 	$(BIN)/python manage.py migrate --no-input
-	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py seed_demo --base-url http://$(HOST):$(PORT)
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: install tools lint typecheck pytest

@@ -52,11 +52,12 @@ class Command(BaseCommand):
                     "",
                     "Demo accounts (new passwords on every run):",
                     f"  cabinet user   {user.email} (username {user.username})"
-                    f"   password {user_password}",
+                    f"   password {user_password}   {base}/login",
                     f"  administrator  {admin.username}   password {admin_password}"
                     f"   {base}/admin/",
                     f"  adapter        login {DEMO_ADAPTER_LOGIN}   password {adapter_password}",
                     f"  API reference  {base}/api/docs/",
+                    f"  e-mails, SMS   {base}/dev/outbox (codes of registration, 2FA, reset)",
                     "",
                 ]
             )
