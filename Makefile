@@ -9,7 +9,7 @@ PROMTOOL := $(TOOLS)/prometheus/usr/bin/promtool
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install tools browser lint typecheck pytest bench db-stop clean
+.PHONY: run test install tools browser nginx lint typecheck pytest bench db-stop clean
 
 run: export DEBUG ?= true
 run: install
@@ -40,6 +40,14 @@ $(PROMTOOL):
 browser:
 	command -v chromium >/dev/null || apt-get install -y -qq chromium || (apt-get update -qq && apt-get install -y -qq chromium)
 
+# The deployment tests (tests/deploy) run `nginx -t` and a live nginx on a loopback port of their
+# own. Debian's package would start the system service on port 80: RUNLEVEL=1 keeps invoke-rc.d
+# from starting it, and one that started anyway is stopped.
+nginx:
+	@command -v nginx >/dev/null || { \
+	  (RUNLEVEL=1 apt-get install -y -qq nginx || (apt-get update -qq && RUNLEVEL=1 apt-get install -y -qq nginx)) \
+	  && if [ -s /run/nginx.pid ]; then nginx -s quit || true; fi; }
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -48,7 +56,7 @@ typecheck: install
 	$(BIN)/mypy .
 
 # Uses DATABASE_URL when set; otherwise the suite starts the embedded PostgreSQL under .data/.
-pytest: install tools browser
+pytest: install tools browser nginx
 	PROMTOOL=$(CURDIR)/$(PROMTOOL) $(BIN)/pytest
 
 # The exchange benchmark (docs/performance.md): wrk is the HTTP load generator.
