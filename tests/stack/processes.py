@@ -1,14 +1,18 @@
 """Starting and stopping the stack's own processes: gunicorn with an environment of the test's
-choosing, and a Celery worker; every process is ended when its context exits."""
+choosing, a Celery worker and beat, and nginx with deploy/nginx's configuration; every process is
+ended when its context exits."""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -87,6 +91,7 @@ def running_gunicorn(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    server.pid = process.pid
     try:
 
         def ready() -> bool:
@@ -105,12 +110,20 @@ def running_gunicorn(
 
 @contextmanager
 def running_celery_worker(
-    database: StackDatabase, workdir: Path, env: Mapping[str, str], *, queue: str
+    database: StackDatabase,
+    workdir: Path,
+    env: Mapping[str, str],
+    *,
+    queue: str,
+    embedded_beat: bool = True,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """A Celery worker consuming ``queue`` alone, with beat embedded (-B), ready to consume."""
+    """A Celery worker consuming ``queue`` alone, ready to consume; with beat embedded (-B) unless
+    ``embedded_beat`` is false (then run ``running_celery_beat`` beside it, as deployed)."""
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / "celery.log"
     full_env = base_env(database, {"CELERY_QUEUE": queue, **env})
+    # Not celerybeat-schedule in the checkout.
+    beat = ["-B", "-s", str(workdir / "beat-schedule")] if embedded_beat else []
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [
@@ -128,10 +141,7 @@ def running_celery_worker(
                 f"{queue}@%h",
                 "--without-mingle",
                 "--without-gossip",
-                "-B",
-                # Not celerybeat-schedule in the checkout.
-                "-s",
-                str(workdir / "beat-schedule"),
+                *beat,
                 "--loglevel=INFO",
             ],
             cwd=ROOT,
@@ -150,3 +160,134 @@ def running_celery_worker(
         yield process
     finally:
         stop(process, timeout=30)
+
+
+@contextmanager
+def running_celery_beat(
+    database: StackDatabase, workdir: Path, env: Mapping[str, str], *, queue: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Celery beat on its own (the compose file's ``beat`` service), scheduling into ``queue``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    log_path = workdir / "beat.log"
+    full_env = base_env(database, {"CELERY_QUEUE": queue, **env})
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "platform_site",
+                "beat",
+                "-s",
+                str(workdir / "beat-schedule"),
+                "--loglevel=INFO",
+            ],
+            cwd=ROOT,
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+
+        def ready() -> bool:
+            assert process.poll() is None, log_path.read_text()
+            return "beat: Starting..." in log_path.read_text()
+
+        wait_until(ready, timeout=60, what="Celery beat to start")
+        yield process
+    finally:
+        stop(process, timeout=30)
+
+
+NGINX_TEMPLATE_VARIABLES = (
+    "NGINX_PORT",
+    "BACKEND",
+    "STATIC_ROOT",
+    "ACCESS_LOG",
+    "CLIENT_MAX_BODY_SIZE",
+)
+
+
+@dataclass
+class Nginx:
+    base_url: str
+    access_log: Path
+    error_log: Path
+    prefix: Path
+
+
+def render_nginx(prefix: Path, variables: Mapping[str, str]) -> Path:
+    """deploy/nginx as the container has it: nginx.conf and mime.types in ``prefix``, the server
+    block rendered from its template into conf.d/ the way envsubst does (only the template's own
+    variables: nginx's $host, $request_id... stay). Returns the main configuration file."""
+    assert set(variables) == set(NGINX_TEMPLATE_VARIABLES), variables
+    (prefix / "conf.d").mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "deploy/nginx/nginx.conf", prefix / "nginx.conf")
+    shutil.copy("/etc/nginx/mime.types", prefix / "mime.types")
+    template = (ROOT / "deploy/nginx/templates/platform.conf.template").read_text()
+    names = "|".join(NGINX_TEMPLATE_VARIABLES)
+    rendered = re.sub(
+        rf"\$(?:\{{({names})\}}|({names})\b)",
+        lambda match: variables[match.group(1) or match.group(2)],
+        template,
+    )
+    (prefix / "conf.d/platform.conf").write_text(rendered)
+    return prefix / "nginx.conf"
+
+
+@contextmanager
+def running_nginx(
+    workdir: Path, *, backend: str, static_root: Path, client_max_body_size: str = "1m"
+) -> Iterator[Nginx]:
+    """Debian's nginx with deploy/nginx's configuration on a loopback port, in front of
+    ``backend`` (host:port), serving ``static_root``; ready to answer /healthz."""
+    prefix = workdir / "nginx"
+    port = free_port()
+    server = Nginx(
+        base_url=f"http://127.0.0.1:{port}",
+        access_log=prefix / "access.log",
+        error_log=prefix / "error.log",
+        prefix=prefix,
+    )
+    config = render_nginx(
+        prefix,
+        {
+            "NGINX_PORT": f"127.0.0.1:{port}",
+            "BACKEND": backend,
+            "STATIC_ROOT": str(static_root),
+            "ACCESS_LOG": str(server.access_log),
+            "CLIENT_MAX_BODY_SIZE": client_max_body_size,
+        },
+    )
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    with server.error_log.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                nginx,
+                "-p",
+                f"{prefix}/",
+                "-c",
+                str(config),
+                "-g",
+                f"daemon off; pid {prefix}/nginx.pid;",
+            ],
+            cwd=prefix,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+
+        def ready() -> bool:
+            assert process.poll() is None, server.error_log.read_text()
+            try:
+                return httpx.get(f"{server.base_url}/healthz").status_code == 200
+            except httpx.TransportError:
+                return False
+
+        wait_until(ready, timeout=30, what="nginx to answer /healthz")
+        yield server
+    finally:
+        stop(process, timeout=10)
