@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any, ClassVar
 
+from django import db
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -145,6 +146,15 @@ class RateLimited(ApplicationError):
             headers["X-Rate-Limit-Retry-After-Seconds"] = str(retry_after_seconds)
             extra["retryAfterSeconds"] = retry_after_seconds
         super().__init__(detail, extra=extra, headers=headers)
+
+
+class DatabaseUnavailable(ApplicationError):
+    status = 503
+    code = "SERVICE_UNAVAILABLE"
+    default_detail = "The database is unreachable for a moment; retry shortly."
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": "1", "Cache-Control": "no-store"})
 
 
 class InternalError(ApplicationError):
@@ -327,6 +337,12 @@ class ApiProblemMiddleware:
         if not is_api_path(request.path_info):
             return None
         error = application_error_for(exception)
+        if error is None and isinstance(exception, (db.OperationalError, db.InterfaceError)):
+            # A restart or failover of PostgreSQL, not a bug: 503 tells clients to retry and
+            # keeps the operators' 5xx-as-bugs alerts clean. Pooled connections heal themselves.
+            logger.warning("Database unavailable: %s", exception)
+            request.unhandled_exception = type(exception).__name__  # type: ignore[attr-defined]
+            error = DatabaseUnavailable()
         if error is None:
             logger.error("Unhandled exception", exc_info=exception)
             request.unhandled_exception = type(exception).__name__  # type: ignore[attr-defined]

@@ -250,6 +250,17 @@ def test_unhandled_exception_is_a_500_without_internals_even_in_debug(
     assert "secret internals" in str(logged[0].exc_info[1])
 
 
+def test_a_lost_database_connection_is_a_503_to_retry_not_a_500(api, caplog):
+    with caplog.at_level(logging.WARNING, logger="platform_site.errors"):
+        response = api.get("/api/database-down")
+
+    body = problem(response, 503, "SERVICE_UNAVAILABLE")
+    assert response["Retry-After"] == "1"
+    assert "administrator command" not in body["detail"]
+    [record] = [record for record in caplog.records if record.name == "platform_site.errors"]
+    assert record.levelno == logging.WARNING
+
+
 def test_pages_outside_the_api_keep_html(api):
     assert api.get("/page")["Content-Type"].startswith("text/html")
     missing = api.get("/no-such-page")

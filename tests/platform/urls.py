@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.utils.decorators import method_decorator
@@ -98,6 +99,10 @@ def broken_plain_view(request: HttpRequest) -> HttpResponse:
     raise RuntimeError("secret internals of a plain view")
 
 
+def database_down_view(request: HttpRequest) -> HttpResponse:
+    raise OperationalError("terminating connection due to administrator command")
+
+
 def plain_page(request: HttpRequest, *args: Any) -> HttpResponse:
     return HttpResponse("<p>cabinet page</p>")
 
@@ -110,5 +115,6 @@ urlpatterns = [
     path("api/limited", LimitedApi.as_view()),
     path("api/broken", BrokenApi.as_view()),
     path("api/broken-plain", broken_plain_view),
+    path("api/database-down", database_down_view),
     path("page", plain_page),
 ]
