@@ -4,6 +4,7 @@ into what a person reads; no rule lives here."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -260,10 +261,18 @@ def login_page(request: HttpRequest) -> HttpResponse:
     return render(request, "cabinet/login.html", {"form": form})
 
 
-def two_factor_page(request: HttpRequest) -> HttpResponse:
-    challenge = _challenge(request.GET.get("requestId"), Challenge.Purpose.SIGN_IN)
+def _sign_in_by_code(
+    request: HttpRequest,
+    *,
+    purpose: Challenge.Purpose,
+    confirm: Callable[..., SignIn],
+    template: str,
+    start_over: str,
+) -> HttpResponse:
+    """A code page that ends in a sign-in: the e-mail confirmation and the 2FA code."""
+    challenge = _challenge(request.GET.get("requestId"), purpose)
     if challenge is None:
-        return redirect("/login")
+        return redirect(start_over)
     form = CodeForm(request.POST or None)
     if request.method == "POST" and request.POST.get("action") == "resend":
         _resend(request, challenge)
@@ -273,7 +282,7 @@ def two_factor_page(request: HttpRequest) -> HttpResponse:
             response = _sign_in_outcome(
                 request,
                 form,
-                lambda: sign_in_two_factor_confirm(
+                lambda: confirm(
                     request_id=challenge.pk,
                     code=form.cleaned_data["code"].strip(),
                     device=device_of(request),
@@ -286,7 +295,19 @@ def two_factor_page(request: HttpRequest) -> HttpResponse:
         else:
             if response is not None:
                 return response
-    return _code_page(request, template="cabinet/two_factor.html", challenge=challenge, form=form)
+    return _code_page(
+        request, template=template, challenge=challenge, form=form, address=challenge.address
+    )
+
+
+def two_factor_page(request: HttpRequest) -> HttpResponse:
+    return _sign_in_by_code(
+        request,
+        purpose=Challenge.Purpose.SIGN_IN,
+        confirm=sign_in_two_factor_confirm,
+        template="cabinet/two_factor.html",
+        start_over="/login",
+    )
 
 
 def register_page(request: HttpRequest) -> HttpResponse:
@@ -313,37 +334,12 @@ def register_page(request: HttpRequest) -> HttpResponse:
 
 
 def register_confirm_page(request: HttpRequest) -> HttpResponse:
-    challenge = _challenge(request.GET.get("requestId"), Challenge.Purpose.REGISTRATION)
-    if challenge is None:
-        return redirect("/register")
-    form = CodeForm(request.POST or None)
-    if request.method == "POST" and request.POST.get("action") == "resend":
-        _resend(request, challenge)
-        return redirect(request.get_full_path())
-    if request.method == "POST" and form.is_valid():
-        try:
-            response = _sign_in_outcome(
-                request,
-                form,
-                lambda: email_confirm(
-                    request_id=challenge.pk,
-                    code=form.cleaned_data["code"].strip(),
-                    device=device_of(request),
-                    request=request,
-                ),
-            )
-        except (CodeInvalid, AttemptsExceeded) as error:
-            _code_error(form, error)
-            challenge.refresh_from_db()
-        else:
-            if response is not None:
-                return response
-    return _code_page(
+    return _sign_in_by_code(
         request,
+        purpose=Challenge.Purpose.REGISTRATION,
+        confirm=email_confirm,
         template="cabinet/register_confirm.html",
-        challenge=challenge,
-        form=form,
-        address=challenge.address,
+        start_over="/register",
     )
 
 
