@@ -170,6 +170,16 @@ def _code_error(form: forms.Form, error: ApplicationError) -> None:
         form.add_error("code", _("Too many wrong codes: this code no longer works. Start again."))
 
 
+def _resend_asked(
+    request: HttpRequest, challenge: Challenge, user: User | None = None
+) -> HttpResponse | None:
+    """The code page's "Send a new code" button: resend, then show the page again."""
+    if request.method != "POST" or request.POST.get("action") != "resend":
+        return None
+    _resend(request, challenge, user)
+    return redirect(request.get_full_path())
+
+
 def _resend(request: HttpRequest, challenge: Challenge, user: User | None = None) -> None:
     try:
         challenge_resend(
@@ -274,9 +284,8 @@ def _sign_in_by_code(
     if challenge is None:
         return redirect(start_over)
     form = CodeForm(request.POST or None)
-    if request.method == "POST" and request.POST.get("action") == "resend":
-        _resend(request, challenge)
-        return redirect(request.get_full_path())
+    if resent := _resend_asked(request, challenge):
+        return resent
     if request.method == "POST" and form.is_valid():
         try:
             response = _sign_in_outcome(
@@ -362,9 +371,8 @@ def reset_confirm_page(request: HttpRequest) -> HttpResponse:
     if challenge is None:
         return redirect("/reset-password")
     form = ResetConfirmForm(request.POST or None)
-    if request.method == "POST" and request.POST.get("action") == "resend":
-        _resend(request, challenge)
-        return redirect(request.get_full_path())
+    if resent := _resend_asked(request, challenge):
+        return resent
     if request.method == "POST" and form.is_valid():
         try:
             password_reset_confirm(
@@ -497,9 +505,8 @@ def two_factor_confirm_page(request: HttpRequest) -> HttpResponse:
     if challenge is None or challenge.user_id != user.pk:
         return redirect("/settings/security")
     form = CodeForm(request.POST or None)
-    if request.method == "POST" and request.POST.get("action") == "resend":
-        _resend(request, challenge, user)
-        return redirect(request.get_full_path())
+    if resent := _resend_asked(request, challenge, user):
+        return resent
     if request.method == "POST" and form.is_valid():
         try:
             two_factor_enable_confirm(
