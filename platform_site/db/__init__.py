@@ -1,0 +1,1 @@
+"""The platform's database backend: ``DATABASES["default"]["ENGINE"] = "platform_site.db"``."""

@@ -1,0 +1,69 @@
+"""PostgreSQL with django-prometheus's query metrics and a cheap checkout from the pool.
+
+With Django's psycopg pool, every request that touches the database takes a connection from the
+pool and gives it back. Two costs of that step are not worth paying on every request:
+
+- django-prometheus builds a new cursor class each time Django asks for the connection parameters,
+  and Django asks on every checkout (a new class is slow to build and leaves garbage for the cycle
+  collector). The class depends only on the database alias and the cursor class, so it is built
+  once per pair.
+- The pool's health check is a round trip per checkout. A pooled connection is idle: PostgreSQL
+  says nothing on it unless it is closing it (a restart, a terminated backend, an idle timeout),
+  and then the socket turns readable. So the round trip is made only when the socket has
+  something to say, and a connection that fails it is replaced, as the pool's own check does.
+"""
+
+from __future__ import annotations
+
+import functools
+import select
+from typing import Any
+
+import psycopg
+from django.conf import settings
+from django_prometheus.db.backends.postgresql import base
+from django_prometheus.db.common import ExportingCursorWrapper
+from psycopg_pool import ConnectionPool
+
+
+@functools.cache
+def counting_cursor(cursor_class: type, alias: str, vendor: str) -> type:
+    """django-prometheus's cursor class that counts queries, one per database and cursor class."""
+    cursor: type = ExportingCursorWrapper(cursor_class, alias, vendor)
+    return cursor
+
+
+def connection_is_quiet(connection: psycopg.Connection[Any]) -> bool:
+    """True when an idle connection's socket has nothing to read: the server has not closed it."""
+    if connection.closed:
+        return False
+    poller = select.poll()
+    poller.register(connection.fileno(), select.POLLIN)
+    return not poller.poll(0)
+
+
+class DatabaseWrapper(base.DatabaseWrapper):  # type: ignore[misc]  # django-prometheus is untyped
+    def get_connection_params(self) -> dict[str, Any]:
+        # Django's parameters (skipping django-prometheus's override), with the counting cursor.
+        params: dict[str, Any] = super(base.DatabaseWrapper, self).get_connection_params()
+        cursor_class = params["cursor_factory"]
+        params["cursor_factory"] = counting_cursor(cursor_class, self.alias, self.vendor)
+        return params
+
+    def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
+        connection = super().get_new_connection(conn_params)
+        pool = self.pool
+        if pool is None or not settings.DATABASE_CONN_HEALTH_CHECKS:
+            return connection
+        # Every connection the pool holds may have been closed by the same restart.
+        for _ in range(pool.max_size + 1):
+            if connection_is_quiet(connection):
+                return connection
+            try:
+                ConnectionPool.check_connection(connection)
+            except psycopg.Error:
+                pool.putconn(connection)  # broken: the pool discards it and opens another
+                connection = super().get_new_connection(conn_params)
+            else:
+                return connection
+        return connection
