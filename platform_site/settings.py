@@ -348,6 +348,7 @@ if env_bool("SECURE_PROXY_SSL_HEADER", False):
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["platform_site.parsers.StrictJSONParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "platform_site.negotiation.ContentNegotiation",
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.AccessTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "EXCEPTION_HANDLER": "platform_site.errors.exception_handler",

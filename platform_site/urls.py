@@ -6,6 +6,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from accounts.dev import dev_outbox
 
 urlpatterns = [
+    # First: the exchange API is the hot path, and Django tries the patterns in this order.
+    path("api/exchange/", include("exchange.api.urls")),
     path("", RedirectView.as_view(url="/bus"), name="home"),
     path("admin/", admin.site.urls),
     path("dev/outbox", dev_outbox, name="dev-outbox"),
@@ -13,7 +15,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include("accounts.api.urls")),
-    path("api/exchange/", include("exchange.api.urls")),
     path("", include("health.urls")),
     path("", include("accounts.web.urls")),
 ]
