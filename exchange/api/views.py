@@ -27,6 +27,8 @@ from exchange.api.serializers import (
     SentOutput,
     StatsOutput,
     WhoAmIOutput,
+    ack_ids,
+    receive_options,
 )
 from exchange.errors import MessageNotFound
 from exchange.selectors import queue_stats
@@ -97,14 +99,13 @@ class MessagesApi(ExchangeApi):
         tags=["exchange"],
     )
     def get(self, request: AuthenticatedRequest) -> HttpResponse:
-        query = ReceiveInput(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        options = receive_options(request.query_params)
         deliveries = messages_receive(
             adapter=request.user,
             device_key=request.auth.device.key,
-            max_messages=query.validated_data["max"],
-            lease_seconds=query.validated_data["leaseSeconds"],
-            wait_seconds=query.validated_data["waitSeconds"],
+            max_messages=options["max"],
+            lease_seconds=options["leaseSeconds"],
+            wait_seconds=options["waitSeconds"],
         )
         # Each delivery is already its JSON, rendered by PostgreSQL (exchange/queries.py).
         body = '{"messages":[' + ",".join(delivery.json for delivery in deliveries) + "]}"
@@ -150,12 +151,10 @@ class MessagesAckApi(ExchangeApi):
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
-        data = AckInput(data=request.data)
-        data.is_valid(raise_exception=True)
         results = messages_ack(
             adapter=request.user,
             device_key=request.auth.device.key,
-            message_ids=data.validated_data["messageIds"],
+            message_ids=ack_ids(request.data),
         )
         return Response(
             {"results": [{"messageId": str(mid), "status": status} for mid, status in results]}
