@@ -15,6 +15,7 @@ from accounts.models import Session, User
 from accounts.services.tokens import Claims
 from exchange.models import Route
 from exchange.selectors import QueueStats, queue_stats
+from platform_site.database import prepared_cursor
 
 
 @cache
@@ -43,7 +44,7 @@ def session_authenticate(*, claims: Claims, device: Device) -> Session:
     select_related() cost more than everything else the request does.
     """
     sql, session_names, user_names = _session_query()
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [claims.session_id])
         row = cursor.fetchone()
     if row is None:

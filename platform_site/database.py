@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
+
+if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
+
+    from platform_site.db.base import DatabaseWrapper
 
 
 def direct_connect(*, alias: str = DEFAULT_DB_ALIAS, **options: Any) -> psycopg.Connection[Any]:
@@ -18,3 +23,9 @@ def direct_connect(*, alias: str = DEFAULT_DB_ALIAS, **options: Any) -> psycopg.
     params.pop("cursor_factory", None)  # django-prometheus' counting cursor wants Django around it
     params.update(options)
     return psycopg.connect(**params)
+
+
+def prepared_cursor(alias: str = DEFAULT_DB_ALIAS) -> CursorWrapper:
+    """A cursor whose statements PostgreSQL plans once per connection (see
+    platform_site.db.base.DatabaseWrapper.prepared_cursor); for the exchange's hot statements."""
+    return cast("DatabaseWrapper", connections[alias]).prepared_cursor()

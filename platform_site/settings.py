@@ -147,6 +147,10 @@ _database["OPTIONS"] = {
     **_database.get("OPTIONS", {}),
     "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT_SECONDS", 5, minimum=1),
     "application_name": "exchange-platform",
+    # psycopg prepares a statement on its fifth run on a connection. Only the exchange's hot
+    # statements can be prepared (platform_site.database.prepared_cursor): Django's own cursors
+    # bind parameters on the client. Off behind a transaction-pooling PgBouncer before 1.21.
+    "prepare_threshold": 5 if env_bool("DATABASE_PREPARED_STATEMENTS", True) else None,
 }
 if env_bool("DATABASE_POOL", True):
     _database["OPTIONS"]["pool"] = {

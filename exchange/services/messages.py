@@ -27,6 +27,7 @@ from exchange.errors import IdempotencyKeyReused, SendNotAllowed
 from exchange.models import IdempotencyKey, Message
 from exchange.selectors import may_send
 from exchange.wakeups import FALLBACK_POLL_SECONDS, wakeups
+from platform_site.database import prepared_cursor
 from platform_site.errors import PayloadTooLarge
 
 AckStatus = Literal["acked", "alreadyAcked", "deadLettered", "notFound"]
@@ -136,7 +137,7 @@ def message_send(
 def _claim(
     *, adapter: User, device_key: str, max_messages: int, lease_seconds: int
 ) -> list[Delivery]:
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             queries.RECEIVE,
             {
@@ -192,7 +193,7 @@ def messages_ack(
 ) -> list[tuple[uuid.UUID, AckStatus]]:
     """Acknowledge, idempotently: each id is acked, alreadyAcked, deadLettered or notFound."""
     unique = list(dict.fromkeys(message_ids))
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(queries.ACK, {"recipient": adapter.pk, "ids": unique, "device": device_key})
         statuses: dict[uuid.UUID, AckStatus] = {row[0]: "acked" for row in cursor.fetchall()}
         missing = [message_id for message_id in unique if message_id not in statuses]

@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 from django.conf import settings
+from django.db.backends.utils import CursorWrapper
 from django_prometheus.db.backends.postgresql import base
 from django_prometheus.db.common import ExportingCursorWrapper
 from psycopg_pool import ConnectionPool
@@ -67,3 +68,15 @@ class DatabaseWrapper(base.DatabaseWrapper):  # type: ignore[misc]  # django-pro
             else:
                 return connection
         return connection
+
+    def prepared_cursor(self) -> CursorWrapper:
+        """A cursor that binds parameters on the server, for the few statements that every exchange
+        request runs. psycopg prepares a statement on its fifth run on a connection, and from then
+        PostgreSQL neither parses nor plans it again (pooled connections live for an hour).
+        Django's own cursors bind on the client, so every run is parsed and planned afresh.
+        PostgreSQL must be able to tell each parameter's type from the statement."""
+        self.ensure_connection()
+        with self.wrap_database_errors:
+            cursor_class = counting_cursor(psycopg.Cursor, self.alias, self.vendor)
+            cursor: CursorWrapper = self._prepare_cursor(cursor_class(self.connection))
+        return cursor

@@ -506,6 +506,22 @@ def test_receive_costs_two_queries_and_ack_two(
         ack(consumer, *(m["messageId"] for m in messages))
 
 
+def test_the_session_claim_and_ack_statements_are_prepared_once_per_connection(
+    consumer, sender, adapter
+):
+    for _ in range(6):  # psycopg prepares a statement on its fifth run on a connection
+        send(sender, adapter)
+        [message] = receive(consumer)
+        ack(consumer, message["messageId"])
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any("FROM accounts_session s" in statement for statement in prepared)
+    assert any("WITH picked AS" in statement for statement in prepared)  # RECEIVE
+    assert any("INSERT INTO exchange_delivery_log" in statement for statement in prepared)  # ACK
+
+
 def test_the_seeds_401_on_ack_story(consumer, sender, adapter, settings):
     """Receive; the ACK fails because the token expired; refresh; the same message comes back
     redelivered on the next receive; the ACK succeeds; nothing is left."""
