@@ -3,16 +3,19 @@
     .venv/bin/python bench/hotpath.py [--requests N]
 
 It builds the ``exchange_bench`` database as bench/exchange.py does, runs Django in this process
-with bench.settings, and calls each endpoint through Django's test client: CPU and wall ms per
-request for the bare view, whoami, receive and ACK (batch 1 and 100), then a cProfile of CPU time
-for each: the share of a request spent in the platform's main steps, and the top functions. The
-figures leave out gunicorn and the network; the test client adds a little to every request alike.
+with bench.settings, and calls each endpoint through Django's WSGI handler as gunicorn would (the
+database connection goes back to the pool after each request): CPU and wall ms per request for
+the bare view, whoami, receive and ACK (batch 1 and 100), then a cProfile of CPU time for each:
+the share of a request spent in the platform's main steps, and the top functions. The figures
+leave out gunicorn and the network.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import io
+import json
 import logging
 import os
 import pstats
@@ -32,7 +35,9 @@ STEPS = [
     ("DRF dispatch (view, auth, parsing)", "rest_framework/views.py", "dispatch"),
     ("authentication (JWT + session)", "accounts/authentication.py", "authenticate"),
     ("  JWT decode (simplejwt/PyJWT)", "accounts/services/tokens.py", "access_token_decode"),
-    ("  session query (ORM)", "accounts/selectors.py", "session_authenticate"),
+    ("  session query", "accounts/selectors.py", "session_authenticate"),
+    ("taking a pooled connection", "django/db/backends/base/base.py", "connect"),
+    ("giving it back (request_finished)", "django/db/__init__.py", "close_old_connections"),
     ("rate limit (cache counter)", "platform_site/ratelimits.py", "rate_limit_hit"),
     ("ORM: SQL compilation", "django/db/models/sql/compiler.py", "as_sql"),
     ("ORM: model instances from rows", "django/db/models/base.py", "from_db"),
@@ -114,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     manage(database_url, "migrate", "--no-input", "-v", "0")
     consumers, sender = principals_create(database_url, 1)
     consumer = consumers[0]
-    # Warm-up, measured and profiled calls: about 17 messages per batch-1 call, with room.
+    # Warm-up, measured and profiled calls: about 17 messages per batch-1 pair, with room.
     queue_fill(database_url, [consumer.adapter_id], sender.adapter_id, 20 * count + 5000)
     os.environ.update(
         DATABASE_URL=database_url,
@@ -129,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         import django
 
         django.setup()
+        from django.core.wsgi import get_wsgi_application
         from django.test import Client
 
         client = Client(HTTP_X_DEVICE_ID="hotpath")
@@ -139,45 +145,73 @@ def main(argv: list[str] | None = None) -> int:
         )
         token = signed.json()["accessToken"]
         auth = {"HTTP_AUTHORIZATION": f"Bearer {token}", "HTTP_X_DEVICE_ID": "hotpath"}
-        held: list[str] = []
+        # Django's WSGI handler, called as gunicorn calls it: the test client would keep the
+        # database connection across requests and hide taking it from the pool and giving it back.
+        app = get_wsgi_application()
+
+        def request(path: str, query: str = "", body: Any = None) -> Any:
+            data = b"" if body is None else json.dumps(body).encode()
+            environ = {
+                "REQUEST_METHOD": "GET" if body is None else "POST",
+                "PATH_INFO": path,
+                "QUERY_STRING": query,
+                "SERVER_NAME": "127.0.0.1",
+                "SERVER_PORT": "8000",
+                "SERVER_PROTOCOL": "HTTP/1.1",
+                "REMOTE_ADDR": "127.0.0.1",
+                "HTTP_HOST": "127.0.0.1",
+                "CONTENT_TYPE": "application/json",
+                "CONTENT_LENGTH": str(len(data)),
+                "wsgi.input": io.BytesIO(data),
+                "wsgi.url_scheme": "http",
+                "wsgi.errors": sys.stderr,
+                **auth,
+            }
+            statuses: list[str] = []
+
+            def start_response(status: str, headers: Any, exc_info: Any = None) -> Any:
+                statuses.append(status)
+                return None
+
+            result = app(environ, start_response)
+            try:
+                content = b"".join(result)
+            finally:
+                result.close()  # request_finished: the connection goes back to the pool
+            if not statuses[0].startswith("200"):
+                raise SystemExit(f"{path}: {statuses[0]} {content[:300]!r}")
+            return json.loads(content)
 
         def bare() -> None:
-            client.get("/bench/bare")
+            request("/bench/bare")
 
         def whoami() -> None:
-            assert client.get("/api/exchange/whoami", **auth).status_code == 200  # type: ignore[arg-type]
+            request("/api/exchange/whoami")
 
-        def receive(batch: int) -> Callable[[], None]:
+        def receive_and_ack(batch: int) -> Callable[[], None]:
+            # Each receive's messages are ACKed before the next: a message received and not
+            # ACKed would come back to this instance on every receive.
             def call() -> None:
-                response = client.get(f"/api/exchange/messages?max={batch}", **auth)  # type: ignore[arg-type]
-                held.extend(message["messageId"] for message in response.json()["messages"])
-
-            return call
-
-        def ack(batch: int) -> Callable[[], None]:
-            def call() -> None:
-                ids = [held.pop() for _ in range(min(batch, len(held)))]
-                client.post(
-                    "/api/exchange/messages/ack",
-                    {"messageIds": ids},
-                    content_type="application/json",
-                    **auth,  # type: ignore[arg-type]
-                )
+                messages = request("/api/exchange/messages", f"max={batch}")["messages"]
+                if len(messages) != batch:
+                    raise SystemExit(f"receive of {batch} returned {len(messages)} messages")
+                ids = [message["messageId"] for message in messages]
+                request("/api/exchange/messages/ack", body={"messageIds": ids})
 
             return call
 
         cases: list[tuple[str, Callable[[], None], int]] = [
             ("GET /bench/bare", bare, count),
             ("GET /api/exchange/whoami", whoami, count),
-            ("GET /api/exchange/messages?max=1", receive(1), count),
-            ("POST /api/exchange/messages/ack (1 id)", ack(1), count),
-            ("GET /api/exchange/messages?max=100", receive(100), count // 10),
-            ("POST /api/exchange/messages/ack (100 ids)", ack(100), count // 10),
+            ("receive ?max=1, then ACK it (2 requests)", receive_and_ack(1), count),
+            ("receive ?max=100, then one ACK (2 requests)", receive_and_ack(100), count // 10),
         ]
         for _, call, _ in cases:  # warm up: imports, pool, prepared caches
             for _ in range(20):
                 call()
         print(f"Hot path in one process ({where}); {count} calls per figure (batch 100: /10)")
+        print("  (each call through Django's WSGI handler; the database connection goes back to")
+        print("  the pool after each request, as under gunicorn)")
         print(f"  {'request':<44} {'CPU ms':>8} {'wall ms':>8}")
         figures: dict[str, float] = {}
         for name, call, calls in cases:
