@@ -1,4 +1,5 @@
-"""PostgreSQL with django-prometheus's query metrics and a cheap checkout from the pool.
+"""PostgreSQL with django-prometheus's query metrics, a cheap checkout from the pool, and
+prepared statements for the exchange's hot path (``prepared_cursor``).
 
 With Django's psycopg pool, every request that touches the database takes a connection from the
 pool and gives it back. Two costs of that step are not worth paying on every request:
