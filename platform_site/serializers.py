@@ -29,6 +29,14 @@ class Input(serializers.Serializer[Any]):
                     field.validators.append(MinValueValidator(-BIGINT_MAX - 1))
         return fields
 
+    @classmethod
+    def validated(cls, data: Any) -> dict[str, Any]:
+        """``data`` validated, or the 400 that says why."""
+        serializer = cls(data=data)
+        serializer.is_valid(raise_exception=True)
+        validated: dict[str, Any] = serializer.validated_data
+        return validated
+
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
             writable = {name for name, field in self.fields.items() if not field.read_only}

@@ -117,15 +117,19 @@ def receive_options(query: QueryDict) -> dict[str, int]:
     options = {name: default for name, (_, _, default) in RECEIVE_BOUNDS.items()}
     for name, values in query.lists():
         bounds = RECEIVE_BOUNDS.get(name)
-        value = values[-1]
-        plain = len(values) == 1 and len(value) <= 9 and value.isascii() and value.isdigit()
-        if bounds is None or not plain:
-            return _validated(ReceiveInput(data=query))
-        number = int(value)
-        if not bounds[0] <= number <= bounds[1]:
-            return _validated(ReceiveInput(data=query))
+        number = None if bounds is None else _plain_number(values, bounds)
+        if number is None:
+            return ReceiveInput.validated(query)
         options[name] = number
     return options
+
+
+def _plain_number(values: list[str], bounds: tuple[int, int, int]) -> int | None:
+    """The one plain decimal number in ``values`` if it lies within ``bounds``."""
+    if len(values) != 1 or len(values[0]) > 9 or not (values[0].isascii() and values[0].isdigit()):
+        return None
+    number, (low, high, _) = int(values[0]), bounds
+    return number if low <= number <= high else None
 
 
 def ack_ids(data: Any) -> list[uuid.UUID]:
@@ -141,14 +145,8 @@ def ack_ids(data: Any) -> list[uuid.UUID]:
                 return [uuid.UUID(item) for item in items]
             except ValueError:
                 pass  # the serializer names each bad item
-    ids: list[uuid.UUID] = _validated(AckInput(data=data))["messageIds"]
+    ids: list[uuid.UUID] = AckInput.validated(data)["messageIds"]
     return ids
-
-
-def _validated(serializer: serializers.Serializer[Any]) -> dict[str, Any]:
-    serializer.is_valid(raise_exception=True)
-    validated: dict[str, Any] = serializer.validated_data
-    return validated
 
 
 class ResultOutput(serializers.Serializer[Any]):
