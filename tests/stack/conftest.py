@@ -110,56 +110,15 @@ class Gunicorn:
 def gunicorn(
     stack_database: StackDatabase, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Gunicorn]:
-    workdir = tmp_path_factory.mktemp("gunicorn")
-    port = free_port()
-    server = Gunicorn(
-        base_url=f"http://127.0.0.1:{port}",
-        log=workdir / "gunicorn.log",
-        metrics_dir=workdir / "prometheus",
-    )
+    """Two gunicorn workers over the module's database, with every actuator endpoint exposed."""
+    from tests.stack.processes import running_gunicorn  # it imports this module's helpers
+
     env = {
-        **os.environ,
-        "DATABASE_URL": stack_database.url,
-        "PROMETHEUS_MULTIPROC_DIR": str(server.metrics_dir),
-        "GUNICORN_BIND": f"127.0.0.1:{port}",
-        "GUNICORN_WORKERS": "2",
         "MANAGEMENT_ENDPOINTS_EXPOSURE": "health,info,metrics,prometheus",
         "MANAGEMENT_HEALTH_DB_TIMEOUT_SECONDS": "2",
-        "ALLOWED_HOSTS": "127.0.0.1",
         # Every test client signs in from 127.0.0.1.
         "ACCOUNTS_RATE_LIMIT_IP": "10000/m",
         "ACCOUNTS_RATE_LIMIT_ACCOUNT": "10000/m",
-        "DEBUG": "false",
-        "LOG_LEVEL": "INFO",
     }
-    with server.log.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "-c",
-                "deploy/gunicorn.conf.py",
-                "platform_site.wsgi",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-
-        def ready() -> bool:
-            assert process.poll() is None, server.log.read_text()
-            try:
-                return (
-                    httpx.get(f"{server.base_url}/api/actuator/health/readiness").status_code == 200
-                )
-            except httpx.TransportError:
-                return False
-
-        wait_until(ready, timeout=60, what="gunicorn to become ready")
+    with running_gunicorn(stack_database, tmp_path_factory.mktemp("gunicorn"), env) as server:
         yield server
-    finally:
-        process.terminate()
-        process.wait(timeout=30)

@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +55,47 @@ def stop(process: subprocess.Popen[bytes], *, timeout: float = 20) -> None:
 
 
 @contextmanager
+def running(
+    command: list[str],
+    *,
+    log_path: Path,
+    ready: Callable[[], bool],
+    what: str,
+    env: Mapping[str, str] | None = None,
+    cwd: Path = ROOT,
+    timeout: float = 60,
+    stop_timeout: float = 30,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``command`` in a process group of its own, its output in ``log_path``, until ``ready``."""
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+
+        def started() -> bool:
+            assert process.poll() is None, log_path.read_text()
+            return ready()
+
+        wait_until(started, timeout=timeout, what=what)
+        yield process
+    finally:
+        stop(process, timeout=stop_timeout)
+
+
+def answers_200(url: str) -> bool:
+    try:
+        return httpx.get(url).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+@contextmanager
 def running_gunicorn(
     database: StackDatabase, workdir: Path, env: Mapping[str, str], *, workers: int = 2
 ) -> Iterator[Gunicorn]:
@@ -75,37 +116,23 @@ def running_gunicorn(
             **env,
         },
     )
-    with server.log.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "-c",
-                "deploy/gunicorn.conf.py",
-                "platform_site.wsgi",
-            ],
-            cwd=ROOT,
-            env=full_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    server.pid = process.pid
-    try:
-
-        def ready() -> bool:
-            assert process.poll() is None, server.log.read_text()
-            try:
-                url = f"{server.base_url}/api/actuator/health/readiness"
-                return httpx.get(url).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        wait_until(ready, timeout=60, what="gunicorn to become ready")
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-c",
+        "deploy/gunicorn.conf.py",
+        "platform_site.wsgi",
+    ]
+    with running(
+        command,
+        log_path=server.log,
+        env=full_env,
+        ready=lambda: answers_200(f"{server.base_url}/api/actuator/health/readiness"),
+        what="gunicorn to become ready",
+    ) as process:
+        server.pid = process.pid
         yield server
-    finally:
-        stop(process, timeout=30)
 
 
 @contextmanager
@@ -124,42 +151,32 @@ def running_celery_worker(
     full_env = base_env(database, {"CELERY_QUEUE": queue, **env})
     # Not celerybeat-schedule in the checkout.
     beat = ["-B", "-s", str(workdir / "beat-schedule")] if embedded_beat else []
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "platform_site",
-                "worker",
-                "--pool=solo",
-                "--concurrency=1",
-                "-Q",
-                queue,
-                "-n",
-                f"{queue}@%h",
-                "--without-mingle",
-                "--without-gossip",
-                *beat,
-                "--loglevel=INFO",
-            ],
-            cwd=ROOT,
-            env=full_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-
-        def ready() -> bool:
-            assert process.poll() is None, log_path.read_text()
-            return " ready." in log_path.read_text()
-
-        wait_until(ready, timeout=60, what="the Celery worker to become ready")
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "platform_site",
+        "worker",
+        "--pool=solo",
+        "--concurrency=1",
+        "-Q",
+        queue,
+        "-n",
+        f"{queue}@%h",
+        "--without-mingle",
+        "--without-gossip",
+        *beat,
+        "--loglevel=INFO",
+    ]
+    with running(
+        command,
+        log_path=log_path,
+        env=full_env,
+        ready=lambda: " ready." in log_path.read_text(),
+        what="the Celery worker to become ready",
+    ) as process:
         yield process
-    finally:
-        stop(process, timeout=30)
 
 
 @contextmanager
@@ -170,35 +187,25 @@ def running_celery_beat(
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / "beat.log"
     full_env = base_env(database, {"CELERY_QUEUE": queue, **env})
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "platform_site",
-                "beat",
-                "-s",
-                str(workdir / "beat-schedule"),
-                "--loglevel=INFO",
-            ],
-            cwd=ROOT,
-            env=full_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-
-        def ready() -> bool:
-            assert process.poll() is None, log_path.read_text()
-            return "beat: Starting..." in log_path.read_text()
-
-        wait_until(ready, timeout=60, what="Celery beat to start")
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "platform_site",
+        "beat",
+        "-s",
+        str(workdir / "beat-schedule"),
+        "--loglevel=INFO",
+    ]
+    with running(
+        command,
+        log_path=log_path,
+        env=full_env,
+        ready=lambda: "beat: Starting..." in log_path.read_text(),
+        what="Celery beat to start",
+    ) as process:
         yield process
-    finally:
-        stop(process, timeout=30)
 
 
 NGINX_TEMPLATE_VARIABLES = (
@@ -262,32 +269,22 @@ def running_nginx(
         },
     )
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    with server.error_log.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                nginx,
-                "-p",
-                f"{prefix}/",
-                "-c",
-                str(config),
-                "-g",
-                f"daemon off; pid {prefix}/nginx.pid;",
-            ],
-            cwd=prefix,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-
-        def ready() -> bool:
-            assert process.poll() is None, server.error_log.read_text()
-            try:
-                return httpx.get(f"{server.base_url}/healthz").status_code == 200
-            except httpx.TransportError:
-                return False
-
-        wait_until(ready, timeout=30, what="nginx to answer /healthz")
+    command = [
+        nginx,
+        "-p",
+        f"{prefix}/",
+        "-c",
+        str(config),
+        "-g",
+        f"daemon off; pid {prefix}/nginx.pid;",
+    ]
+    with running(
+        command,
+        log_path=server.error_log,
+        cwd=prefix,
+        ready=lambda: answers_200(f"{server.base_url}/healthz"),
+        what="nginx to answer /healthz",
+        timeout=30,
+        stop_timeout=10,
+    ):
         yield server
-    finally:
-        stop(process, timeout=10)
