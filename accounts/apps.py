@@ -6,4 +6,6 @@ class AccountsConfig(AppConfig):
     verbose_name = "Accounts"
 
     def ready(self) -> None:
-        from accounts import schema  # noqa: F401  (registers the OpenAPI security scheme)
+        from accounts import liveness, schema  # noqa: F401  (schema: the OpenAPI security scheme)
+
+        liveness.connect()

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from accounts import liveness
 from accounts.devices import Device, device_of
 from accounts.models import Session, User
 from accounts.selectors import session_authenticate
 from accounts.services.sessions import session_touch
 from accounts.services.tokens import Claims, access_token_decode
 from platform_site.errors import TokenMalformed
+from platform_site.ratelimits import Limit, Usage
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,8 @@ class Auth:
     claims: Claims
     session: Session
     device: Device
+    # The request's rate-limit usages, when authentication counted them (see counters below).
+    counted: list[Usage] | None = None
 
 
 if TYPE_CHECKING:
@@ -44,7 +49,14 @@ else:
 
 
 class AccessTokenAuthentication(BaseAuthentication):
-    """``Authorization: Bearer <accessToken>``; no header at all is TOKEN_MISSING (401)."""
+    """``Authorization: Bearer <accessToken>``; no header at all is TOKEN_MISSING (401).
+
+    ``counters`` names a view's rate limits by user id: with Redis they are counted in the round
+    trip that checks the session (accounts.liveness), and ``request.auth.counted`` has the usages.
+    """
+
+    def __init__(self, counters: Callable[[int], list[Limit]] | None = None) -> None:
+        self.counters = counters
 
     def authenticate(self, request: Request) -> tuple[User, Auth] | None:
         header = request.META.get("HTTP_AUTHORIZATION")
@@ -56,9 +68,11 @@ class AccessTokenAuthentication(BaseAuthentication):
             raise TokenMalformed()
         claims = access_token_decode(token)
         device = device_of(request._request)
-        session = session_authenticate(claims=claims, device=device)
-        session_touch(session)
-        return session.user, Auth(claims=claims, session=session, device=device)
+        limits = self.counters(claims.user_id) if self.counters is not None else []
+        session, counted = session_authenticate(claims=claims, device=device, limits=limits)
+        if session_touch(session):
+            liveness.forget(session.pk)
+        return session.user, Auth(claims=claims, session=session, device=device, counted=counted)
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'

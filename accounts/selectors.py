@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -9,6 +10,7 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from accounts import liveness
 from accounts.devices import Device
 from accounts.errors import DeviceMismatch, TokenExpired, TokenRevoked
 from accounts.models import Session, User
@@ -16,6 +18,7 @@ from accounts.services.tokens import Claims
 from exchange.models import Route
 from exchange.selectors import QueueStats, queue_stats
 from platform_site.database import prepared_cursor
+from platform_site.ratelimits import Limit, Usage
 
 
 @cache
@@ -36,19 +39,27 @@ def _session_query() -> tuple[str, list[str], list[str]]:
     )
 
 
-def session_authenticate(*, claims: Claims, device: Device) -> Session:
-    """The live session of an access token, with its user, in one query; or the 401 that says why.
+def session_authenticate(
+    *, claims: Claims, device: Device, limits: Sequence[Limit] = ()
+) -> tuple[Session, list[Usage] | None]:
+    """The live session of an access token, with its user; or the 401 that says why.
 
-    No cache: a revoked session must fail on the very next request on every worker. The query is
+    With Redis, one round trip reads the user's session revision and counts the request against
+    ``limits`` (their usages are returned; None when they were not counted), and the row this
+    worker read under the same revision answers (accounts.liveness). Otherwise one query reads it,
     written out because it runs on every authenticated request: compiling the equivalent
     select_related() cost more than everything else the request does.
     """
+    revision, usages = liveness.checked(user_id=claims.user_id, limits=limits)
+    row = liveness.remembered(claims.session_id, revision)
     sql, session_names, user_names = _session_query()
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, [claims.session_id])
-        row = cursor.fetchone()
     if row is None:
-        raise TokenRevoked()
+        with prepared_cursor() as cursor:
+            cursor.execute(sql, [claims.session_id])
+            row = cursor.fetchone()
+        if row is None:
+            raise TokenRevoked()
+        liveness.remember(claims.session_id, revision, row)
     session = Session.from_db(connection.alias, session_names, row[: len(session_names)])
     session.user = User.from_db(connection.alias, user_names, row[len(session_names) :])
     if session.user_id != claims.user_id:
@@ -59,7 +70,7 @@ def session_authenticate(*, claims: Claims, device: Device) -> Session:
         raise TokenExpired()
     if session.device_key != device.key:
         raise DeviceMismatch()
-    return session
+    return session, usages
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,15 @@ class DatabaseUnavailable(ApplicationError):
         super().__init__(headers={"Retry-After": "1", "Cache-Control": "no-store"})
 
 
+class CacheUnavailable(ApplicationError):
+    status = 503
+    code = "SERVICE_UNAVAILABLE"
+    default_detail = "The shared cache is unreachable for a moment; retry shortly."
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": "1", "Cache-Control": "no-store"})
+
+
 class InternalError(ApplicationError):
     status = 500
     code = "INTERNAL_ERROR"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ class Usage:
     limit: int
     remaining: int
     retry_after_seconds: int
+    exceeded: bool
 
     def headers(self) -> dict[str, str]:
         return {
@@ -34,13 +36,39 @@ class Usage:
         }
 
 
-def rate_limit_hit(request: HttpRequest, limits: Iterable[Limit]) -> Usage | None:
-    """Count this request against every limit; RateLimited (429) if one is exceeded.
+_PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-    Returns the tightest usage for the response headers, or None when no counter answered
-    (limits disabled, or the cache is down and limits fail open).
-    """
-    tightest: Usage | None = None
+
+def _split_rate(rate: str) -> tuple[int, int]:
+    """``"60/m"`` -> (60, 60), ``"10/5m"`` -> (10, 300): the rates of settings, as
+    platform_site.env.env_rate checks them."""
+    count, period = rate.split("/")
+    return int(count), int(period[:-1] or 1) * _PERIOD_SECONDS[period[-1]]
+
+
+def counter_key(limit: Limit, now: int) -> tuple[str, int, int]:
+    """For counting ``limit`` without django-ratelimit (accounts.liveness counts in the same
+    Redis round trip as it reads the session's revision): the counter's key, its lifetime in
+    seconds and the end of its window. Fixed windows, like django-ratelimit's."""
+    count, period = _split_rate(limit.rate)
+    window_end = now - now % period + period
+    return f"rl:{limit.group}:{count}/{period}s:{limit.key}:{window_end}", period + 1, window_end
+
+
+def usage_counted(limit: Limit, *, count: int, window_end: int) -> Usage:
+    allowed, _ = _split_rate(limit.rate)
+    return Usage(
+        limit=allowed,
+        remaining=max(0, allowed - count),
+        retry_after_seconds=max(1, window_end - int(time.time())),
+        exceeded=count > allowed,
+    )
+
+
+def rate_limit_count(request: HttpRequest, limits: Iterable[Limit]) -> list[Usage]:
+    """Count this request against every limit with django-ratelimit; no usage for a counter that
+    did not answer (limits disabled, or the cache is down and limits fail open)."""
+    usages = []
     for limit in limits:
         usage = get_usage(
             request,
@@ -49,20 +77,35 @@ def rate_limit_hit(request: HttpRequest, limits: Iterable[Limit]) -> Usage | Non
             rate=limit.rate,
             increment=True,
         )
-        if usage is None:
-            continue
-        current = Usage(
-            limit=usage["limit"],
-            remaining=max(0, usage["limit"] - usage["count"]),
-            retry_after_seconds=max(1, usage["time_left"]),
-        )
-        if usage["should_limit"]:
-            error = RateLimited(retry_after_seconds=current.retry_after_seconds)
-            error.headers.update(current.headers())
+        if usage is not None:
+            usages.append(
+                Usage(
+                    limit=usage["limit"],
+                    remaining=max(0, usage["limit"] - usage["count"]),
+                    retry_after_seconds=max(1, usage["time_left"]),
+                    exceeded=usage["should_limit"],
+                )
+            )
+    return usages
+
+
+def rate_limit_enforce(usages: Iterable[Usage]) -> Usage | None:
+    """RateLimited (429) if a counter is past its limit; else the tightest usage, for the
+    response's headers (None when no counter answered)."""
+    tightest: Usage | None = None
+    for usage in usages:
+        if usage.exceeded:
+            error = RateLimited(retry_after_seconds=usage.retry_after_seconds)
+            error.headers.update(usage.headers())
             raise error
-        if tightest is None or current.remaining < tightest.remaining:
-            tightest = current
+        if tightest is None or usage.remaining < tightest.remaining:
+            tightest = usage
     return tightest
+
+
+def rate_limit_hit(request: HttpRequest, limits: Iterable[Limit]) -> Usage | None:
+    """Count this request against every limit; RateLimited (429) if one is exceeded."""
+    return rate_limit_enforce(rate_limit_count(request, limits))
 
 
 class RateLimitedApiMixin:
@@ -73,7 +116,11 @@ class RateLimitedApiMixin:
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
-        request.rate_limit_usage = rate_limit_hit(request._request, self.rate_limits(request))  # type: ignore[attr-defined]
+        # Authentication may have counted already, in the Redis round trip of its session check.
+        usages = getattr(request.auth, "counted", None)
+        if usages is None:
+            usages = rate_limit_count(request._request, self.rate_limits(request))
+        request.rate_limit_usage = rate_limit_enforce(usages)  # type: ignore[attr-defined]
 
     def finalize_response(
         self, request: Request, response: Response, *args: Any, **kwargs: Any

@@ -72,6 +72,48 @@ def _empty_caches() -> None:
         cache.clear()
 
 
+# Each worker remembers sessions (accounts.liveness) only with Redis. CI's whole suite runs with
+# REDIS_URL, a local `make test` without; these fixtures pin a test to one mode either way.
+LIVENESS_REDIS_URL = "redis://127.0.0.1:6379/13"
+
+
+@pytest.fixture(autouse=True)
+def _forget_remembered_sessions() -> Iterator[None]:
+    from accounts import liveness
+
+    liveness._remembered.clear()
+    yield
+    liveness._remembered.clear()
+
+
+def redis_caches(url: str) -> dict[str, Any]:
+    """CACHES as platform_site.settings builds them for REDIS_URL."""
+    options = {"SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1, "IGNORE_EXCEPTIONS": True}
+    return {
+        "default": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": url, "OPTIONS": options}
+    }
+
+
+@pytest.fixture
+def sessions_in_postgres(settings: Any) -> None:
+    """No Redis: every request reads its session row from PostgreSQL."""
+    settings.REDIS_URL = ""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
+@pytest.fixture
+def sessions_remembered(settings: Any) -> Any:
+    """Redis (a database of these tests' own, emptied): workers remember session rows under
+    revisions. Returns a redis-py client of that database."""
+    settings.REDIS_URL = LIVENESS_REDIS_URL
+    settings.CACHES = redis_caches(LIVENESS_REDIS_URL)
+    from django_redis import get_redis_connection
+
+    client = get_redis_connection("default")
+    client.flushdb()
+    return client
+
+
 @pytest.fixture
 def admin_user(db: Any) -> Any:
     return UserFactory.create(username="root", is_staff=True, is_superuser=True)

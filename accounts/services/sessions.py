@@ -119,11 +119,14 @@ def _refuse(*, claims: Claims, presented: uuid.UUID, device: Device) -> NoReturn
 TOUCH_INTERVAL = timedelta(seconds=60)
 
 
-def session_touch(session: Session) -> None:
+def session_touch(session: Session) -> bool:
+    """Write ``last_used_at`` if it is older than TOUCH_INTERVAL; True if it was written."""
     now = timezone.now()
-    if now - session.last_used_at >= TOUCH_INTERVAL:
-        Session.objects.filter(pk=session.pk).update(last_used_at=now)
-        session.last_used_at = now
+    if now - session.last_used_at < TOUCH_INTERVAL:
+        return False
+    Session.objects.filter(pk=session.pk).update(last_used_at=now)
+    session.last_used_at = now
+    return True
 
 
 def session_logout(*, refresh_token: str) -> None:

@@ -495,7 +495,7 @@ def test_the_rate_limit_is_per_adapter(consumer, sender, settings):
 
 
 def test_receive_costs_two_queries_and_ack_two(
-    consumer, sender, adapter, django_assert_num_queries
+    sessions_in_postgres, consumer, sender, adapter, django_assert_num_queries
 ):
     for _ in range(3):
         send(sender, adapter)
@@ -506,8 +506,22 @@ def test_receive_costs_two_queries_and_ack_two(
         ack(consumer, *(m["messageId"] for m in messages))
 
 
+def test_with_redis_receive_and_ack_cost_one_query_each_once_the_session_is_remembered(
+    sessions_remembered, consumer, sender, adapter, django_assert_num_queries
+):
+    for _ in range(3):
+        send(sender, adapter)
+    with django_assert_num_queries(1):  # the session
+        assert consumer.call("get", "/api/exchange/whoami").status_code == 200
+
+    with django_assert_num_queries(1):  # the claim
+        messages = receive(consumer, "?max=3")
+    with django_assert_num_queries(1):  # the ACK
+        ack(consumer, *(m["messageId"] for m in messages))
+
+
 def test_the_session_claim_and_ack_statements_are_prepared_once_per_connection(
-    consumer, sender, adapter
+    sessions_in_postgres, consumer, sender, adapter
 ):
     for _ in range(6):  # psycopg prepares a statement on its fifth run on a connection
         send(sender, adapter)

@@ -1,0 +1,261 @@
+"""Session liveness that each worker remembers, made stale at once on every worker through Redis.
+
+The session row is the truth: a revoked session stops working at once on every worker (contract
+section 2). Reading it costs the exchange API's hot path a PostgreSQL round trip per request, the
+largest part of an authenticated call. With Redis configured (``REDIS_URL``), a worker remembers
+the session and user row it read, stamped with the user's *revision*: a random value in Redis that
+every change to the user or to one of their sessions replaces. A request reads the revision in the
+Redis round trip that counts it against its rate limits (``checked``), and uses the remembered row
+only while the revision is still the one it was read under.
+
+A change replaces the revision twice (``revisions_change``):
+
+- before it is written, inside its transaction: when Redis cannot be told, the change fails
+  (``CacheUnavailable``, 503) instead of leaving workers to trust rows they should not;
+- again once the transaction has committed: a row that a request read from PostgreSQL between the
+  first replacement and the commit was read under the first new revision, and the second one drops
+  it. After the change's own request has returned, no worker answers from an older row.
+
+Revisions that Redis has lost (a restart, a flush, expiry) are written anew, at random, by the next
+request, so no remembered row outlives them. When Redis does not answer a request, the request
+reads PostgreSQL and its rate limits let it through, as django-ratelimit's do (RATELIMIT_FAIL_OPEN).
+
+Every write to ``accounts.User`` and ``accounts.Session`` changes the revision except the fields in
+``QUIET_USER_FIELDS`` and ``QUIET_SESSION_FIELDS``: the receivers below catch saves and deletes
+(cascades included) and the models' querysets catch ``update()``. This is the one place where
+signals carry logic: a service that forgot to call ``revisions_change`` would leave revoked tokens
+working, and a signal cannot be forgotten.
+
+Without Redis (development, one process) nothing is remembered: every request reads the row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from accounts.models import Session, SessionQuerySet, User, UserQuerySet
+from platform_site.errors import CacheUnavailable
+from platform_site.ratelimits import Limit, Usage, counter_key, usage_counted
+
+logger = logging.getLogger(__name__)
+
+# Writes that cannot turn a live session's answer into a refusal, nor change what a request reads
+# from its user: the sign-in time, and the session's "last used" and refresh rotation.
+QUIET_USER_FIELDS = UserQuerySet.quiet
+QUIET_SESSION_FIELDS = SessionQuerySet.quiet
+
+REVISION_SECONDS = 24 * 3600  # a revision nobody changed is written anew after a day
+REMEMBER_SECONDS = 300  # and a remembered row is read again after five minutes regardless
+REMEMBER_MAX = 10_000  # rows per worker; past that the worker forgets them all and starts over
+
+# KEYS[1]: the user's revision; KEYS[2..]: rate-limit counters. ARGV[1]: a revision to write if
+# Redis has none; ARGV[2]: its lifetime; ARGV[3..]: each counter's lifetime.
+_CHECK = """
+local revision = redis.call('GET', KEYS[1])
+if not revision then
+  revision = ARGV[1]
+  redis.call('SET', KEYS[1], revision, 'EX', ARGV[2])
+end
+local result = {revision}
+for i = 2, #KEYS do
+  local count = redis.call('INCR', KEYS[i])
+  if count == 1 then redis.call('EXPIRE', KEYS[i], ARGV[i + 1]) end
+  result[i] = count
+end
+return result
+"""
+_CHECK_SHA = hashlib.sha1(_CHECK.encode()).hexdigest()  # noqa: S324 (Redis names scripts so)
+_held = threading.local()  # each thread's own Redis connection for _evaluate()
+
+# session id -> (revision, when it was read, the row)
+_remembered: dict[uuid.UUID, tuple[bytes, float, tuple[Any, ...]]] = {}
+
+
+def enabled() -> bool:
+    return bool(settings.REDIS_URL)
+
+
+def _redis() -> Any:
+    from django_redis import get_redis_connection
+
+    return get_redis_connection("default")
+
+
+def _revision_key(user_id: int) -> str:
+    return f"auth:revision:{user_id}"
+
+
+def checked(*, user_id: int, limits: Sequence[Limit]) -> tuple[bytes | None, list[Usage] | None]:
+    """The user's revision and the request counted against ``limits``: one Redis round trip.
+
+    ``(None, None)`` without Redis, or when Redis does not answer.
+    """
+    if not enabled():
+        return None, None
+    if not getattr(settings, "RATELIMIT_ENABLE", True):
+        limits = []
+    now = int(time.time())
+    counters = [counter_key(limit, now) for limit in limits]
+    try:
+        result = _evaluate(
+            [_revision_key(user_id), *(key for key, _, _ in counters)],
+            [secrets.token_hex(8), REVISION_SECONDS, *(seconds for _, seconds, _ in counters)],
+        )
+    except RedisError as error:
+        logger.warning("Redis unavailable, session read from PostgreSQL: %s", error)
+        return None, None
+    revision, *counts = result
+    usages = [
+        usage_counted(limit, count=count, window_end=window_end)
+        for limit, count, (_, _, window_end) in zip(limits, counts, counters, strict=True)
+    ]
+    return revision, usages
+
+
+def _evaluate(keys: list[str], args: list[Any]) -> Any:
+    """The check script, on a connection this thread keeps to itself.
+
+    redis-py's per-command path (taking a connection from the pool and giving it back, retries,
+    its metrics hooks) cost 65 of the 100 µs of client CPU a call took here; the connection's own
+    send and read, with hiredis, cost 35 (docs/performance.md).
+    """
+    client = _redis()
+    held = getattr(_held, "connection", None)
+    if held is None or held[0] is not client:
+        held = (client, client.connection_pool.get_connection())
+        _held.connection = held
+    connection = held[1]
+    try:
+        try:
+            connection.send_command("EVALSHA", _CHECK_SHA, len(keys), *keys, *args)
+            return connection.read_response()
+        except NoScriptError:  # a Redis that has not seen the script yet (or was restarted)
+            connection.send_command("EVAL", _CHECK, len(keys), *keys, *args)
+            return connection.read_response()
+    except (RedisConnectionError, RedisTimeoutError):
+        # The connection's state is unknown: the next call starts on a new one.
+        _held.connection = None
+        connection.disconnect()
+        raise
+
+
+def remembered(session_id: uuid.UUID, revision: bytes | None) -> tuple[Any, ...] | None:
+    """The row read earlier for ``session_id`` under ``revision``, if still good."""
+    if revision is None:
+        return None
+    entry = _remembered.get(session_id)
+    if entry is None or entry[0] != revision or time.monotonic() - entry[1] > REMEMBER_SECONDS:
+        return None
+    return entry[2]
+
+
+def remember(session_id: uuid.UUID, revision: bytes | None, row: tuple[Any, ...]) -> None:
+    """Keep ``row``, read from PostgreSQL after ``revision`` was read from Redis."""
+    if revision is None:
+        return
+    if len(_remembered) >= REMEMBER_MAX:
+        _remembered.clear()
+    _remembered[session_id] = (revision, time.monotonic(), row)
+
+
+def forget(session_id: uuid.UUID) -> None:
+    _remembered.pop(session_id, None)
+
+
+def _replace(user_ids: Iterable[int]) -> None:
+    pipeline = _redis().pipeline(transaction=False)
+    for user_id in set(user_ids):
+        pipeline.set(_revision_key(user_id), secrets.token_hex(8), ex=REVISION_SECONDS)
+    pipeline.execute()
+
+
+def _replace_before(user_ids: list[int]) -> None:
+    try:
+        _replace(user_ids)
+    except RedisError as error:
+        logger.warning("Redis unavailable, session change refused: %s", error)
+        raise CacheUnavailable() from error
+
+
+def _replace_after_commit(user_ids: list[int]) -> None:
+    def replace() -> None:
+        try:
+            _replace(user_ids)
+        except RedisError:
+            # The replacement before the write went through: only rows read between it and the
+            # commit can be stale now, for at most REMEMBER_SECONDS.
+            logger.exception("Redis unavailable after a session change committed")
+
+    # Outside a transaction (autocommit), Django runs this at once: call it after the write.
+    transaction.on_commit(replace)
+
+
+def revisions_change(user_ids: Iterable[int]) -> None:
+    """Make every worker read these users' sessions again. Call inside the change's transaction
+    (``transaction.atomic``), before writing; raises CacheUnavailable (503) when Redis cannot be
+    told, so the change does not happen."""
+    user_ids = list(user_ids)
+    if not enabled() or not user_ids:
+        return
+    _replace_before(user_ids)
+    _replace_after_commit(user_ids)
+
+
+def _user_ids(instance: Any) -> list[int]:
+    return [instance.pk] if isinstance(instance, User) else [instance.user_id]
+
+
+def _quiet(sender: Any, update_fields: Iterable[str] | None) -> bool:
+    quiet = QUIET_USER_FIELDS if sender is User else QUIET_SESSION_FIELDS
+    return update_fields is not None and set(update_fields) <= quiet
+
+
+# The receivers: before a save or delete, and after it (on commit). A new row has no remembered
+# copy anywhere; a delete's cascades reach these receivers too, because Django cannot take its
+# fast path for a model with delete receivers.
+
+
+def _before_save(sender: Any, instance: Any, update_fields: Any = None, **kwargs: Any) -> None:
+    if enabled() and not instance._state.adding and not _quiet(sender, update_fields):
+        _replace_before(_user_ids(instance))
+
+
+def _after_save(
+    sender: Any, instance: Any, created: bool, update_fields: Any = None, **kwargs: Any
+) -> None:
+    if enabled() and not created and not _quiet(sender, update_fields):
+        _replace_after_commit(_user_ids(instance))
+
+
+def _before_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
+    if enabled():
+        _replace_before(_user_ids(instance))
+
+
+def _after_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
+    if enabled():
+        _replace_after_commit(_user_ids(instance))
+
+
+def connect() -> None:
+    """Called once from AccountsConfig.ready()."""
+    for model in (User, Session):
+        uid = f"liveness-{model.__name__}"
+        pre_save.connect(_before_save, sender=model, dispatch_uid=f"{uid}-pre-save")
+        post_save.connect(_after_save, sender=model, dispatch_uid=f"{uid}-post-save")
+        pre_delete.connect(_before_delete, sender=model, dispatch_uid=f"{uid}-pre-delete")
+        post_delete.connect(_after_delete, sender=model, dispatch_uid=f"{uid}-post-delete")

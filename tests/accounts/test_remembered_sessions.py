@@ -1,0 +1,228 @@
+"""With Redis, workers remember session rows (accounts.liveness); a revoked session still fails on
+its very next request. Every way a session or its adapter ends is tried after the adapter's row
+has been remembered, through HTTP where the platform offers it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import time_machine
+from django.db import connection
+from django.utils import timezone
+
+from accounts import liveness
+from accounts.models import Session, User
+from accounts.services.sessions import REFRESH_RACE_SECONDS
+from tests.conftest import ApiClient, redis_caches
+
+pytestmark = pytest.mark.django_db
+
+NOBODY = "redis://127.0.0.1:1/0"  # a Redis that does not answer: nothing listens there
+
+
+def whoami(client: ApiClient) -> Any:
+    return client.call("get", "/api/exchange/whoami")
+
+
+def remembered(client: ApiClient, django_assert_num_queries: Any) -> None:
+    """Two calls: the first reads the session row, the second answers from memory."""
+    assert whoami(client).status_code == 200
+    with django_assert_num_queries(0):
+        assert whoami(client).status_code == 200
+
+
+def logout(consumer: ApiClient, **_: Any) -> None:
+    response = consumer.call(
+        "post", "/api/auth/logout", {"refreshToken": consumer.tokens["refreshToken"]}
+    )
+    assert response.status_code == 200
+
+
+def refresh_reuse(consumer: ApiClient, **_: Any) -> None:
+    stolen = consumer.tokens["refreshToken"]
+    with time_machine.travel(datetime.now(UTC)) as clock:
+        assert consumer.refresh().status_code == 200
+        clock.shift(REFRESH_RACE_SECONDS + 1)
+        replay = consumer.call("post", "/api/auth/refresh", {"refreshToken": stolen})
+    assert replay.json()["code"] == "REFRESH_TOKEN_REUSED"
+
+
+def owner_rotates_password(cabinet: ApiClient, adapter: User, **_: Any) -> None:
+    response = cabinet.call("post", f"/api/users/adapters/{adapter.pk}/password")
+    assert response.status_code == 200
+
+
+def owner_disables(cabinet: ApiClient, adapter: User, **_: Any) -> None:
+    response = cabinet.call("patch", f"/api/users/adapters/{adapter.pk}", {"active": False})
+    assert response.status_code == 200
+
+
+def owner_deletes(cabinet: ApiClient, adapter: User, **_: Any) -> None:
+    assert cabinet.call("delete", f"/api/users/adapters/{adapter.pk}").status_code == 200
+
+
+def admin_action(name: str) -> Callable[..., None]:
+    def act(admin_client: Any, adapter: User, **_: Any) -> None:
+        admin_client.post(
+            "/admin/accounts/user/", {"action": name, "_selected_action": [adapter.pk]}
+        )
+
+    act.__name__ = f"admin_{name}"
+    return act
+
+
+def admin_revokes_the_session(admin_client: Any, adapter: User, **_: Any) -> None:
+    session = Session.objects.get(user=adapter)
+    admin_client.post(
+        "/admin/accounts/session/", {"action": "revoke", "_selected_action": [session.pk]}
+    )
+
+
+def model_save(adapter: User, **_: Any) -> None:
+    adapter.is_active = False
+    adapter.save()
+
+
+def owner_deleted(owner: User, **_: Any) -> None:
+    owner.delete()  # the adapter and its sessions go with it (CASCADE)
+
+
+def session_row_deleted(adapter: User, **_: Any) -> None:
+    Session.objects.filter(user=adapter).delete()
+
+
+def queryset_update_of_sessions(adapter: User, **_: Any) -> None:
+    Session.objects.filter(user=adapter).update(revoked_at=timezone.now(), revoked_reason="x")
+
+
+def queryset_update_of_users(adapter: User, **_: Any) -> None:
+    User.objects.filter(pk=adapter.pk).update(is_active=False)
+
+
+ENDINGS = [
+    logout,
+    refresh_reuse,
+    owner_rotates_password,
+    owner_disables,
+    owner_deletes,
+    admin_action("revoke_sessions"),
+    admin_action("disable"),
+    admin_action("expire_account"),
+    admin_revokes_the_session,
+    model_save,
+    owner_deleted,
+    session_row_deleted,
+    queryset_update_of_sessions,
+    queryset_update_of_users,
+]
+
+
+@pytest.mark.parametrize("end", ENDINGS, ids=[end.__name__ for end in ENDINGS])
+def test_a_remembered_session_fails_on_the_next_request_after_it_ends(
+    sessions_remembered, end, consumer, cabinet, adapter, owner, admin_client,
+    django_assert_num_queries,
+):  # fmt: skip
+    remembered(consumer, django_assert_num_queries)
+
+    end(consumer=consumer, cabinet=cabinet, adapter=adapter, owner=owner, admin_client=admin_client)
+
+    assert whoami(consumer).status_code == 401
+
+
+def test_a_change_that_cannot_reach_redis_is_refused_and_changes_nothing(
+    sessions_remembered, consumer, adapter, settings
+):
+    assert whoami(consumer).status_code == 200
+    settings.CACHES = redis_caches(NOBODY)
+
+    response = consumer.call(
+        "post", "/api/auth/logout", {"refreshToken": consumer.tokens["refreshToken"]}
+    )
+
+    assert (response.status_code, response.json()["code"]) == (503, "SERVICE_UNAVAILABLE")
+    assert response["Retry-After"] == "1"
+    assert Session.objects.get(user=adapter).revoked_at is None
+
+
+def revoke_behind_the_platforms_back(adapter: User) -> None:
+    """Raw SQL: the one write that no receiver sees, to tell what the next request reads."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE accounts_session SET revoked_at = now() WHERE user_id = %s", [adapter.pk]
+        )
+
+
+def test_when_redis_does_not_answer_requests_read_postgresql_and_are_not_rate_limited(
+    sessions_remembered, consumer, adapter, settings, django_assert_num_queries
+):
+    remembered(consumer, django_assert_num_queries)
+    settings.EXCHANGE_RATE_LIMIT = "1/m"
+    settings.CACHES = redis_caches(NOBODY)
+
+    with django_assert_num_queries(2):  # each request reads its session
+        responses = [whoami(consumer) for _ in range(2)]
+    assert [r.status_code for r in responses] == [200, 200]
+    assert "X-Rate-Limit-Limit" not in responses[1]
+
+    revoke_behind_the_platforms_back(adapter)
+    assert whoami(consumer).status_code == 401
+
+
+def test_a_revision_that_redis_lost_makes_every_remembered_row_stale(
+    sessions_remembered, consumer, adapter, django_assert_num_queries
+):
+    remembered(consumer, django_assert_num_queries)
+    revoke_behind_the_platforms_back(adapter)
+    assert whoami(consumer).status_code == 200  # remembered: the raw UPDATE told nobody
+
+    sessions_remembered.flushdb()  # a Redis restart without persistence
+
+    assert whoami(consumer).status_code == 401
+
+
+def test_a_row_is_remembered_under_the_revision_read_before_it(
+    sessions_remembered, consumer, adapter
+):
+    """A change that lands between a request's revision read and its row read leaves a row
+    stamped with the revision the change replaced: the next request reads the row again."""
+    revision, _ = liveness.checked(user_id=adapter.pk, limits=[])
+    queryset_update_of_sessions(adapter)  # replaces the revision, and revokes
+
+    session_id = Session.objects.get(user=adapter).pk
+    liveness.remember(session_id, revision, ("a row read before the change",))
+
+    assert liveness.remembered(session_id, revision) is not None
+    assert whoami(consumer).status_code == 401
+
+
+def test_quiet_writes_leave_the_revision_alone(sessions_remembered, consumer, adapter):
+    def revision() -> bytes:
+        value: bytes = sessions_remembered.get(f"auth:revision:{adapter.pk}")
+        return value
+
+    assert whoami(consumer).status_code == 200
+    before = revision()
+
+    assert consumer.refresh().status_code == 200  # the refresh rotation
+    User.objects.filter(pk=adapter.pk).update(last_login=timezone.now())
+    assert revision() == before
+
+    adapter.first_name = "ERP"
+    adapter.save()
+    assert revision() != before
+
+
+def test_the_rate_limit_counts_in_the_same_round_trip_with_its_headers(
+    sessions_remembered, consumer, settings
+):
+    settings.EXCHANGE_RATE_LIMIT = "2/m"
+
+    responses = [whoami(consumer) for _ in range(3)]
+
+    assert [r.status_code for r in responses] == [200, 200, 429]
+    assert [r["X-Rate-Limit-Remaining"] for r in responses] == ["1", "0", "0"]
+    assert responses[2].json()["code"] == "RATE_LIMITED"
+    assert 0 < int(responses[2]["Retry-After"]) <= 60
