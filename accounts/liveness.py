@@ -131,12 +131,12 @@ def _evaluate(keys: list[str], args: list[Any]) -> Any:
 
     redis-py's per-command path (taking a connection from the pool and giving it back, retries,
     its metrics hooks) cost 65 of the 100 µs of client CPU a call took here; the connection's own
-    send and read, with hiredis, cost 35 (docs/performance.md).
+    send and read, with hiredis, cost 35 (docs/performance.md). The connection is the default
+    cache's, kept until CACHES changes (tests) or the connection fails.
     """
-    client = _redis()
     held = getattr(_held, "connection", None)
-    if held is None or held[0] is not client:
-        held = (client, client.connection_pool.get_connection())
+    if held is None or held[0] is not settings.CACHES:
+        held = (settings.CACHES, _redis().connection_pool.get_connection())
         _held.connection = held
     connection = held[1]
     try:

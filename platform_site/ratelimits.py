@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from django.http import HttpRequest
@@ -39,6 +40,7 @@ class Usage:
 _PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+@cache
 def _split_rate(rate: str) -> tuple[int, int]:
     """``"60/m"`` -> (60, 60), ``"10/5m"`` -> (10, 300): the rates of settings, as
     platform_site.env.env_rate checks them."""
