@@ -433,6 +433,52 @@ def postgres_backends() -> list[psutil.Process]:
     return found
 
 
+def redis_servers() -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["name"]) if p.info.get("name") == "redis-server"]
+
+
+@contextmanager
+def redis_for_bench(workdir: Path) -> Iterator[str]:
+    """REDIS_URL, or a redis-server of the bench's own; the platform's production setup either
+    way. Without redis-server, a description of what runs instead."""
+    configured = os.environ.get("REDIS_URL")
+    if configured:
+        yield "yes (REDIS_URL)"
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        yield (
+            "no (redis-server not found: local-memory cache per worker, every request reads "
+            "its session from PostgreSQL)"
+        )
+        return
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
+                    probe.sendall(b"PING\r\n")
+                    if probe.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the bench's redis-server did not start") from None
+                time.sleep(0.1)
+        os.environ["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
+        yield f"yes (its own redis-server {port})"
+    finally:
+        os.environ.pop("REDIS_URL", None)
+        process.terminate()
+        process.wait(timeout=10)
+
+
 @dataclass
 class CpuShare:
     """CPU used during one measurement, in % of one core (200 % is all of a 2-core machine)."""
@@ -441,12 +487,13 @@ class CpuShare:
     server: float = 0.0
     postgres: float = 0.0
     machine: float = 0.0
+    redis: float = 0.0
 
     def line(self) -> str:
-        other = max(0.0, self.machine - self.client - self.server - self.postgres)
+        other = max(0.0, self.machine - self.client - self.server - self.postgres - self.redis)
         return (
             f"client {self.client:5.0f}%  gunicorn {self.server:5.0f}%  "
-            f"postgres {self.postgres:5.0f}%  other {other:4.0f}%  "
+            f"postgres {self.postgres:5.0f}%  redis {self.redis:4.0f}%  other {other:4.0f}%  "
             f"machine {self.machine:5.0f}% of {100 * (os.cpu_count() or 1)}%"
         )
 
@@ -464,6 +511,8 @@ class CpuMeter:
         self.server_cpu = {pid: cpu_seconds(p) for pid, p in self.server_procs.items()}
         self.pg_procs = {p.pid: p for p in postgres_backends()}
         self.pg_cpu = {pid: self._safe(p) for pid, p in self.pg_procs.items()}
+        self.redis_procs = redis_servers()
+        self.redis_cpu = {p.pid: self._safe(p) for p in self.redis_procs}
 
     @staticmethod
     def _safe(process: psutil.Process) -> float:
@@ -482,11 +531,13 @@ class CpuMeter:
         )
         backends = {p.pid: p for p in postgres_backends()}
         postgres = sum(self._safe(p) - self.pg_cpu.get(pid, 0.0) for pid, p in backends.items())
+        redis = sum(self._safe(p) - self.redis_cpu.get(p.pid, 0.0) for p in self.redis_procs)
         return CpuShare(
             client=100.0 * client_cpu / elapsed,
             server=100.0 * server / elapsed,
             postgres=100.0 * postgres / elapsed,
             machine=machine,
+            redis=100.0 * redis / elapsed,
         )
 
 
@@ -784,7 +835,7 @@ def wrk_turns(
 
         shares = [
             sum(getattr(cpu, share) * elapsed for _, elapsed, cpu in runs) / seconds
-            for share in ("client", "server", "postgres", "machine")
+            for share in ("client", "server", "postgres", "machine", "redis")
         ]
         results[mode] = Throughput(
             rate=good / seconds,
@@ -1131,7 +1182,9 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     workdir = Path(tempfile.mkdtemp(prefix="exchange-bench-"))
     server: Server | None = None
+    redis_stack = contextlib.ExitStack()
     try:
+        redis = redis_stack.enter_context(redis_for_bench(workdir))
         log("starting gunicorn")
         server = server_start(database_url, workdir)
         consumers = [sign_in(server.base_url, p, f"bench-{n}") for n, p in enumerate(consumers_p)]
@@ -1332,6 +1385,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
+        redis_stack.close()
         if not args.keep_db:
             database_drop(database_url)
 
@@ -1347,11 +1401,10 @@ def main(argv: list[str] | None = None) -> int:
         f"synchronous_commit={facts['synchronous_commit']}, fsync={facts['fsync']}, "
         f"shared_buffers={facts['shared_buffers']}, max_wal_size={facts['max_wal_size']}"
     )
-    redis = os.environ.get("REDIS_URL")
     print(
         f"server: gunicorn gthread {GUNICORN_WORKERS} workers x {GUNICORN_THREADS} threads, "
         f"Django pool max {os.environ.get('DATABASE_POOL_MAX_SIZE', '4')} per worker; Redis: "
-        + ("yes (REDIS_URL)" if redis else "no (local-memory cache per worker)")
+        + redis
     )
     print(
         f"load: {plan.clients} clients; warm-up {plan.warmup:g} s, measured {plan.duration:g} s "
