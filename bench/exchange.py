@@ -3,9 +3,11 @@
     .venv/bin/python bench/exchange.py [--quick]
 
 It builds a database of its own (``exchange_bench``: on the server of DATABASE_URL when that is
-set, on the embedded PostgreSQL otherwise; dropped and created anew on every run), starts its own
-gunicorn on a free loopback port with the platform's deploy/gunicorn.conf.py (2 workers x 8
-threads), and measures with 8 concurrent clients:
+set, on the embedded PostgreSQL otherwise; dropped and created anew on every run), uses the Redis
+of REDIS_URL or starts a redis-server of its own (production runs with Redis: the cache, the
+rate-limit counters and the session revisions), starts its own gunicorn on a free loopback port
+with the platform's deploy/gunicorn.conf.py (2 workers x 8 threads), and measures with 8
+concurrent clients:
 
 (a) a raw psycopg loop per message (session check, claim, ACK): the database's ceiling at batch 1;
 (b) the HTTP API at batch 1 (GET ?max=1, then ACK), against (a);
@@ -488,6 +490,7 @@ class CpuShare:
     postgres: float = 0.0
     machine: float = 0.0
     redis: float = 0.0
+    split: str = ""  # wrk's connections per gunicorn worker, "4/4" (one per run in turns)
 
     def line(self) -> str:
         other = max(0.0, self.machine - self.client - self.server - self.postgres - self.redis)
@@ -495,7 +498,7 @@ class CpuShare:
             f"client {self.client:5.0f}%  gunicorn {self.server:5.0f}%  "
             f"postgres {self.postgres:5.0f}%  redis {self.redis:4.0f}%  other {other:4.0f}%  "
             f"machine {self.machine:5.0f}% of {100 * (os.cpu_count() or 1)}%"
-        )
+        ) + (f"  [connections per worker {self.split}]" if self.split else "")
 
 
 class CpuMeter:
@@ -786,13 +789,36 @@ def wrk_once(
     ]
     meter = CpuMeter(server)
     cpu_before = children_cpu()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as done:
+        time.sleep(min(0.5, seconds / 2))
+        split = connections_per_worker(server)
+        stdout, stderr = done.communicate()
     cpu = meter.read(client_cpu=children_cpu() - cpu_before)
-    line = next((line for line in done.stdout.splitlines() if line.startswith("BENCH ")), None)
+    cpu.split = "/".join(map(str, split))
+    line = next((line for line in stdout.splitlines() if line.startswith("BENCH ")), None)
     if done.returncode != 0 or line is None:
-        raise SystemExit(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        raise SystemExit(f"wrk failed ({done.returncode}):\n{stdout}\n{stderr}")
     figures = [int(value) for value in line.split()[1:]]
     return figures, figures[0] / 1e6, cpu
+
+
+def connections_per_worker(server: Server) -> list[int]:
+    """How the load generator's connections are spread over the gunicorn workers, most first.
+    The kernel hands each connection to whichever worker accepts first: 8 connections can land
+    4/4 or 6/2, and a worker with few keeps its core idle while they wait (on Redis, say)."""
+    port = int(server.base_url.rsplit(":", 1)[1])
+    counts = []
+    for worker in server.workers():
+        try:
+            sockets = worker.net_connections(kind="tcp")
+        except psutil.Error:
+            continue
+        counts.append(
+            sum(1 for c in sockets if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port)
+        )
+    return sorted(counts, reverse=True)
 
 
 def wrk_run(
@@ -833,15 +859,15 @@ def wrk_turns(
         seconds = sum(elapsed for _, elapsed, _ in runs)
         good = sum(figures[1] - figures[5] for figures, _, _ in runs)
 
-        shares = [
-            sum(getattr(cpu, share) * elapsed for _, elapsed, cpu in runs) / seconds
+        shares = {
+            share: sum(getattr(cpu, share) * elapsed for _, elapsed, cpu in runs) / seconds
             for share in ("client", "server", "postgres", "machine", "redis")
-        ]
+        }
         results[mode] = Throughput(
             rate=good / seconds,
             empty=0,
             errors=sum(figures[5] + figures[6] for figures, _, _ in runs),
-            cpu=CpuShare(*shares),
+            cpu=CpuShare(**shares, split=" ".join(cpu.split for _, _, cpu in runs)),
             p50_ms=statistics.median(figures[7] for figures, _, _ in runs) / 1000,
             p99_ms=max(figures[8] for figures, _, _ in runs) / 1000,
         )
