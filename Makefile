@@ -62,6 +62,7 @@ pytest: install tools browser nginx
 # The exchange benchmark (docs/performance.md): wrk is the HTTP load generator.
 bench: install
 	command -v wrk >/dev/null || apt-get install -y -qq wrk || (apt-get update -qq && apt-get install -y -qq wrk)
+	test -n "$$REDIS_URL" || command -v redis-server >/dev/null || apt-get install -y -qq redis-server || (apt-get update -qq && apt-get install -y -qq redis-server)
 	$(BIN)/python bench/exchange.py
 
 db-stop: install

@@ -43,10 +43,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -841,37 +841,38 @@ def wrk_run(
     )
 
 
-def wrk_turns(
-    wrk: str, script: Path, server: Server, plan: Plan, modes: tuple[str, str], rounds: int = 6
-) -> dict[str, Throughput]:
-    """Requests/s of two fixed requests measured in turns (A B, B A, A B...), ``plan.duration`` in
-    all for each: a machine whose speed drifts during the run slows both alike. Measured one
-    after the other, the bare view of (e) moved by half between runs of unchanged code."""
-    for mode in modes:
-        wrk_once(wrk, script, server, plan.clients, plan.warmup, mode)
-    turn = max(1.0, plan.duration / rounds)
-    slices: dict[str, list[tuple[list[int], float, CpuShare]]] = {mode: [] for mode in modes}
+def in_turns(
+    first: Callable[[Plan], Throughput],
+    second: Callable[[Plan], Throughput],
+    plan: Plan,
+    rounds: int = 6,
+) -> tuple[Throughput, Throughput]:
+    """Two throughputs measured in turns (A B, B A, A B...), ``plan.duration`` in all for each,
+    every turn after a warm-up of its own: the machine's speed drifts (a raw loop measured one
+    phase after another moved from 899 to 1,123 msgs/s between runs of unchanged code), and a
+    ratio of two figures is only worth something if both saw the same machine."""
+    turn = replace(plan, warmup=1.0, duration=max(2.0, plan.duration / rounds))
+    runs: tuple[list[Throughput], list[Throughput]] = ([], [])
     for round_ in range(rounds):
-        for mode in modes if round_ % 2 == 0 else modes[::-1]:
-            slices[mode].append(wrk_once(wrk, script, server, plan.clients, turn, mode))
-    results = {}
-    for mode, runs in slices.items():
-        seconds = sum(elapsed for _, elapsed, _ in runs)
-        good = sum(figures[1] - figures[5] for figures, _, _ in runs)
+        for side in (0, 1) if round_ % 2 == 0 else (1, 0):
+            runs[side].append((first, second)[side](turn))
+    return combined(runs[0]), combined(runs[1])
 
-        shares = {
-            share: sum(getattr(cpu, share) * elapsed for _, elapsed, cpu in runs) / seconds
-            for share in ("client", "server", "postgres", "machine", "redis")
-        }
-        results[mode] = Throughput(
-            rate=good / seconds,
-            empty=0,
-            errors=sum(figures[5] + figures[6] for figures, _, _ in runs),
-            cpu=CpuShare(**shares, split=" ".join(cpu.split for _, _, cpu in runs)),
-            p50_ms=statistics.median(figures[7] for figures, _, _ in runs) / 1000,
-            p99_ms=max(figures[8] for figures, _, _ in runs) / 1000,
-        )
-    return results
+
+def combined(runs: list[Throughput]) -> Throughput:
+    """Turns of equal length as one figure: the mean rate, CPU shares and p50; the worst p99."""
+    shares = {
+        share: statistics.fmean(getattr(run.cpu, share) for run in runs)
+        for share in ("client", "server", "postgres", "machine", "redis")
+    }
+    return Throughput(
+        rate=statistics.fmean(run.rate for run in runs),
+        empty=sum(run.empty for run in runs),
+        errors=sum(run.errors for run in runs),
+        cpu=CpuShare(**shares, split=" ".join(run.cpu.split for run in runs if run.cpu.split)),
+        p50_ms=statistics.median(run.p50_ms for run in runs),
+        p99_ms=max(run.p99_ms for run in runs),
+    )
 
 
 # --- (d) long polling ----------------------------------------------------------------------------
@@ -1246,13 +1247,52 @@ def main(argv: list[str] | None = None) -> int:
                 fill *= 2
             return result, fill
 
+        def throughput_pair(
+            keys: tuple[str, str],
+            fill: int,
+            first: Callable[[Plan], Throughput],
+            second: Callable[[Plan], Throughput],
+        ) -> tuple[Throughput, Throughput]:
+            """throughput() for a raw loop and its HTTP counterpart, measured in turns."""
+            for _ in range(3):
+                seconds = queue_fill(database_url, consumer_ids, sender_p.adapter_id, fill)
+                log(f"{keys[0]} and {keys[1]}: queues at {fill:,} messages each ({seconds:.1f} s)")
+                settle(keys[0])
+                before[keys[1]] = before[keys[0]]
+                reads = index_reads(database_url)
+                raw, http = in_turns(first, second, plan)
+                time.sleep(1.5)  # backends publish their statistics about once a second
+                indexes[keys[1]] = index_note(reads, index_reads(database_url))
+                if raw.empty == 0 and http.empty == 0:
+                    return raw, http
+                log(f"{keys[0]}, {keys[1]}: empty receives: the queues ran dry, more messages")
+                fill *= 2
+            return raw, http
+
+        def raw_loop_of(batch: int) -> Callable[[Plan], Throughput]:
+            return lambda turn: raw_run(database_url, server, consumers, batch, turn)
+
+        def http_of(batch: int) -> Callable[[Plan], Throughput]:
+            assert wrk is not None
+            return lambda turn: wrk_run(wrk, script, server, turn, "queue", batch)
+
         a: Throughput | None = None
+        b: Throughput | None = None
         if phases & set("ab"):
-            if "a" in phases:
+            if phases >= set("ab"):
+                log("(a) raw psycopg loop and (b) HTTP API, batch 1, in turns")
+                with profiled(server, args.py_spy, args.profile, "b"):
+                    a, b = throughput_pair(
+                        ("(a)", "(b)"), plan.batch1_fill, raw_loop_of(1), http_of(1)
+                    )
+            elif "a" in phases:
                 log("(a) raw psycopg loop, batch 1")
-                a, _ = throughput(
-                    "(a)", plan.batch1_fill, raw_run, database_url, server, consumers, 1, plan
-                )
+                a, _ = throughput("(a)", plan.batch1_fill, raw_loop_of(1), plan)
+            else:
+                log("(b) HTTP API, batch 1")
+                with profiled(server, args.py_spy, args.profile, "b"):
+                    b, _ = throughput("(b)", plan.batch1_fill, http_of(1), plan)
+            if a is not None:
                 note("(a)", a)
                 rows.append(
                     Row(
@@ -1263,14 +1303,7 @@ def main(argv: list[str] | None = None) -> int:
                         "baseline",
                     )
                 )
-            if "b" in phases:
-                assert wrk is not None
-                log("(b) HTTP API, batch 1")
-                # HTTP is slower than the raw loop: what (a) drained is plenty.
-                drained = a.rate * (plan.warmup + plan.duration) / plan.clients if a else 0.0
-                fill = max(plan.batch1_fill, int(1.5 * drained))
-                with profiled(server, args.py_spy, args.profile, "b"):
-                    b, _ = throughput("(b)", fill, wrk_run, wrk, script, server, plan, "queue", 1)
+            if b is not None:
                 note("(b)", b, f"  (HTTP p50 {b.p50_ms:.1f} ms, p99 {b.p99_ms:.1f} ms)")
                 ratio = b.rate / a.rate if a else float("nan")
                 rows.append(
@@ -1285,12 +1318,13 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 )
         if "c" in phases:
-            assert wrk is not None
-            log("(c) raw psycopg loop, batch 100")
-            a100, fill = throughput(
-                "(c)raw", plan.batch100_fill, raw_run, database_url, server, consumers, 100, plan
-            )
+            log("(c) raw psycopg loop and HTTP API, batch 100, in turns")
+            with profiled(server, args.py_spy, args.profile, "c"):
+                a100, c = throughput_pair(
+                    ("(c)raw", "(c)"), plan.batch100_fill, raw_loop_of(100), http_of(100)
+                )
             note("(c)raw", a100)
+            note("(c)", c, f"  (HTTP p50 {c.p50_ms:.1f} ms, p99 {c.p99_ms:.1f} ms)")
             rows.append(
                 Row(
                     "(c)raw",
@@ -1300,10 +1334,6 @@ def main(argv: list[str] | None = None) -> int:
                     "baseline",
                 )
             )
-            log("(c) HTTP API, batch 100")
-            with profiled(server, args.py_spy, args.profile, "c"):
-                c, _ = throughput("(c)", fill, wrk_run, wrk, script, server, plan, "queue", 100)
-            note("(c)", c, f"  (HTTP p50 {c.p50_ms:.1f} ms, p99 {c.p99_ms:.1f} ms)")
             ratio = c.rate / a100.rate
             rows.append(
                 Row(
@@ -1346,8 +1376,11 @@ def main(argv: list[str] | None = None) -> int:
             settle("(e)")
             before["(e)bare"] = before["(e)"]
             with profiled(server, args.py_spy, args.profile, "e"):
-                turns = wrk_turns(wrk, script, server, plan, ("bare", "whoami"))
-            bare, who = turns["bare"], turns["whoami"]
+                bare, who = in_turns(
+                    lambda turn: wrk_run(wrk, script, server, turn, "bare"),
+                    lambda turn: wrk_run(wrk, script, server, turn, "whoami"),
+                    plan,
+                )
             note("(e)bare", bare, f"  (p50 {bare.p50_ms:.2f} ms)")
             note("(e)", who, f"  (p50 {who.p50_ms:.2f} ms; errors {who.errors})")
             ratio = who.rate / bare.rate
@@ -1433,8 +1466,9 @@ def main(argv: list[str] | None = None) -> int:
         + redis
     )
     print(
-        f"load: {plan.clients} clients; warm-up {plan.warmup:g} s, measured {plan.duration:g} s "
-        "per throughput figure" + (" (--quick)" if args.quick else "")
+        f"load: {plan.clients} clients; {plan.duration:g} s measured per throughput figure, the "
+        "two figures of each ratio in turns (a warm-up of 1 s before each turn)"
+        + (" (--quick)" if args.quick else "")
     )
     print()
     print(table(rows))

@@ -148,22 +148,22 @@ class RateLimited(ApplicationError):
         super().__init__(detail, extra=extra, headers=headers)
 
 
-class DatabaseUnavailable(ApplicationError):
+class ServiceUnavailable(ApplicationError):
+    """A dependency is unreachable for a moment: 503 with ``Retry-After: 1``, never cached."""
+
     status = 503
     code = "SERVICE_UNAVAILABLE"
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": "1", "Cache-Control": "no-store"})
+
+
+class DatabaseUnavailable(ServiceUnavailable):
     default_detail = "The database is unreachable for a moment; retry shortly."
 
-    def __init__(self) -> None:
-        super().__init__(headers={"Retry-After": "1", "Cache-Control": "no-store"})
 
-
-class CacheUnavailable(ApplicationError):
-    status = 503
-    code = "SERVICE_UNAVAILABLE"
+class CacheUnavailable(ServiceUnavailable):
     default_detail = "The shared cache is unreachable for a moment; retry shortly."
-
-    def __init__(self) -> None:
-        super().__init__(headers={"Retry-After": "1", "Cache-Control": "no-store"})
 
 
 class InternalError(ApplicationError):
