@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -51,9 +52,13 @@ def _split_rate(rate: str) -> tuple[int, int]:
 def counter_key(limit: Limit, now: int) -> tuple[str, int, int]:
     """For counting ``limit`` without django-ratelimit (accounts.liveness counts in the same
     Redis round trip as it reads the session's revision): the counter's key, its lifetime in
-    seconds and the end of its window. Fixed windows, like django-ratelimit's."""
+    seconds and the end of its window. Fixed windows, like django-ratelimit's, and like its
+    windows they end at an offset of each key's own, so that not every counter starts over in the
+    same second."""
     count, period = _split_rate(limit.rate)
-    window_end = now - now % period + period
+    window_end = now - now % period + zlib.crc32(limit.key.encode()) % period
+    if window_end <= now:
+        window_end += period
     return f"rl:{limit.group}:{count}/{period}s:{limit.key}:{window_end}", period + 1, window_end
 
 
