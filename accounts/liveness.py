@@ -20,9 +20,10 @@ Revisions that Redis has lost (a restart, a flush, expiry) are written anew, at 
 request, so no remembered row outlives them. When Redis does not answer a request, the request
 reads PostgreSQL and its rate limits let it through, as django-ratelimit's do (RATELIMIT_FAIL_OPEN).
 
-Every write to ``accounts.User`` and ``accounts.Session`` changes the revision except the fields in
-``QUIET_USER_FIELDS`` and ``QUIET_SESSION_FIELDS``: the receivers below catch saves and deletes
-(cascades included) and the models' querysets catch ``update()``. This is the one place where
+Every write to ``accounts.User`` and ``accounts.Session`` changes the revision except the fields
+their querysets call ``quiet`` (the sign-in time, the session's "last used" and refresh rotation:
+none of them can turn a live session's answer into a refusal). The receivers below catch saves and
+deletes (cascades included), the models' querysets catch ``update()``. This is the one place where
 signals carry logic: a service that forgot to call ``revisions_change`` would leave revoked tokens
 working, and a signal cannot be forgotten.
 
@@ -52,11 +53,6 @@ from platform_site.errors import CacheUnavailable
 from platform_site.ratelimits import Limit, Usage, counter_key, usage_counted
 
 logger = logging.getLogger(__name__)
-
-# Writes that cannot turn a live session's answer into a refusal, nor change what a request reads
-# from its user: the sign-in time, and the session's "last used" and refresh rotation.
-QUIET_USER_FIELDS = UserQuerySet.quiet
-QUIET_SESSION_FIELDS = SessionQuerySet.quiet
 
 REVISION_SECONDS = 24 * 3600  # a revision nobody changed is written anew after a day
 REMEMBER_SECONDS = 300  # and a remembered row is read again after five minutes regardless
@@ -120,7 +116,7 @@ def checked(*, user_id: int, limits: Sequence[Limit]) -> tuple[bytes | None, lis
         return None, None
     revision, *counts = result
     usages = [
-        usage_counted(limit, count=count, window_end=window_end)
+        usage_counted(limit, count=count, window_end=window_end, now=now)
         for limit, count, (_, _, window_end) in zip(limits, counts, counters, strict=True)
     ]
     return revision, usages
@@ -220,7 +216,7 @@ def _user_ids(instance: Any) -> list[int]:
 
 
 def _quiet(sender: Any, update_fields: Iterable[str] | None) -> bool:
-    quiet = QUIET_USER_FIELDS if sender is User else QUIET_SESSION_FIELDS
+    quiet = UserQuerySet.quiet if sender is User else SessionQuerySet.quiet
     return update_fields is not None and set(update_fields) <= quiet
 
 

@@ -1231,43 +1231,26 @@ def main(argv: list[str] | None = None) -> int:
             if key in indexes:
                 notes.append(" " * 11 + indexes[key].strip())
 
-        def throughput(key: str, fill: int, run: Any, *run_args: Any) -> tuple[Throughput, int]:
-            """Run with the queues filled to ``fill`` each; again with twice that if one ran dry."""
+        def throughput(
+            keys: tuple[str, ...], fill: int, *runs: Callable[[Plan], Throughput]
+        ) -> tuple[Throughput, ...]:
+            """One figure, or a raw loop and its HTTP counterpart in turns, with the queues filled
+            to ``fill`` each; again with twice that if one of them ran dry."""
             for _ in range(3):
                 seconds = queue_fill(database_url, consumer_ids, sender_p.adapter_id, fill)
-                log(f"{key}: queues at {fill:,} messages each ({seconds:.1f} s)")
-                settle(key)
-                reads = index_reads(database_url)
-                result: Throughput = run(*run_args)
-                time.sleep(1.5)  # backends publish their statistics about once a second
-                indexes[key] = index_note(reads, index_reads(database_url))
-                if result.empty == 0:
-                    return result, fill
-                log(f"{key}: {result.empty} empty receives: the queues ran dry, more messages")
-                fill *= 2
-            return result, fill
-
-        def throughput_pair(
-            keys: tuple[str, str],
-            fill: int,
-            first: Callable[[Plan], Throughput],
-            second: Callable[[Plan], Throughput],
-        ) -> tuple[Throughput, Throughput]:
-            """throughput() for a raw loop and its HTTP counterpart, measured in turns."""
-            for _ in range(3):
-                seconds = queue_fill(database_url, consumer_ids, sender_p.adapter_id, fill)
-                log(f"{keys[0]} and {keys[1]}: queues at {fill:,} messages each ({seconds:.1f} s)")
+                log(f"{' and '.join(keys)}: queues at {fill:,} messages each ({seconds:.1f} s)")
                 settle(keys[0])
-                before[keys[1]] = before[keys[0]]
+                for key in keys[1:]:
+                    before[key] = before[keys[0]]
                 reads = index_reads(database_url)
-                raw, http = in_turns(first, second, plan)
+                results = in_turns(*runs, plan) if len(runs) == 2 else (runs[0](plan),)
                 time.sleep(1.5)  # backends publish their statistics about once a second
-                indexes[keys[1]] = index_note(reads, index_reads(database_url))
-                if raw.empty == 0 and http.empty == 0:
-                    return raw, http
-                log(f"{keys[0]}, {keys[1]}: empty receives: the queues ran dry, more messages")
+                indexes[keys[-1]] = index_note(reads, index_reads(database_url))
+                if all(result.empty == 0 for result in results):
+                    return results
+                log(f"{', '.join(keys)}: empty receives: the queues ran dry, more messages")
                 fill *= 2
-            return raw, http
+            return results
 
         def raw_loop_of(batch: int) -> Callable[[Plan], Throughput]:
             return lambda turn: raw_run(database_url, server, consumers, batch, turn)
@@ -1282,16 +1265,14 @@ def main(argv: list[str] | None = None) -> int:
             if phases >= set("ab"):
                 log("(a) raw psycopg loop and (b) HTTP API, batch 1, in turns")
                 with profiled(server, args.py_spy, args.profile, "b"):
-                    a, b = throughput_pair(
-                        ("(a)", "(b)"), plan.batch1_fill, raw_loop_of(1), http_of(1)
-                    )
+                    a, b = throughput(("(a)", "(b)"), plan.batch1_fill, raw_loop_of(1), http_of(1))
             elif "a" in phases:
                 log("(a) raw psycopg loop, batch 1")
-                a, _ = throughput("(a)", plan.batch1_fill, raw_loop_of(1), plan)
+                (a,) = throughput(("(a)",), plan.batch1_fill, raw_loop_of(1))
             else:
                 log("(b) HTTP API, batch 1")
                 with profiled(server, args.py_spy, args.profile, "b"):
-                    b, _ = throughput("(b)", plan.batch1_fill, http_of(1), plan)
+                    (b,) = throughput(("(b)",), plan.batch1_fill, http_of(1))
             if a is not None:
                 note("(a)", a)
                 rows.append(
@@ -1320,7 +1301,7 @@ def main(argv: list[str] | None = None) -> int:
         if "c" in phases:
             log("(c) raw psycopg loop and HTTP API, batch 100, in turns")
             with profiled(server, args.py_spy, args.profile, "c"):
-                a100, c = throughput_pair(
+                a100, c = throughput(
                     ("(c)raw", "(c)"), plan.batch100_fill, raw_loop_of(100), http_of(100)
                 )
             note("(c)raw", a100)

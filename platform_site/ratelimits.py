@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -62,12 +61,12 @@ def counter_key(limit: Limit, now: int) -> tuple[str, int, int]:
     return f"rl:{limit.group}:{count}/{period}s:{limit.key}:{window_end}", period + 1, window_end
 
 
-def usage_counted(limit: Limit, *, count: int, window_end: int) -> Usage:
+def usage_counted(limit: Limit, *, count: int, window_end: int, now: int) -> Usage:
     allowed, _ = _split_rate(limit.rate)
     return Usage(
         limit=allowed,
         remaining=max(0, allowed - count),
-        retry_after_seconds=max(1, window_end - int(time.time())),
+        retry_after_seconds=max(1, window_end - now),
         exceeded=count > allowed,
     )
 
