@@ -13,6 +13,7 @@ leave out gunicorn and the network.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import json
@@ -20,6 +21,7 @@ import logging
 import os
 import pstats
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         manage,
         principals_create,
         queue_fill,
+        redis_for_bench,
     )
 
     database_url, where = database_prepare()
@@ -125,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     consumer = consumers[0]
     # Warm-up, measured and profiled calls: about 17 messages per batch-1 pair, with room.
     queue_fill(database_url, [consumer.adapter_id], sender.adapter_id, 20 * count + 5000)
+    # Redis as production has it (the bench's own redis-server when REDIS_URL is unset).
+    stack = contextlib.ExitStack()
+    workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="hotpath-"))
+    redis = stack.enter_context(redis_for_bench(Path(workdir)))
     os.environ.update(
         DATABASE_URL=database_url,
         DJANGO_SETTINGS_MODULE="bench.settings",
@@ -214,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(20):
                 call()
         print(f"Hot path in one process ({where}); {count} calls per figure (batch 100: /10)")
+        print(f"  Redis: {redis}")
         print("  (each call through Django's WSGI handler; the database connection goes back to")
         print("  the pool after each request, as under gunicorn)")
         print(f"  {'request':<44} {'CPU ms':>8} {'kernel':>8} {'wall ms':>8}")
@@ -236,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             logging.getLogger("exchange.wakeups").setLevel(logging.ERROR)
             connections.close_all()
             database_drop(database_url)
+        stack.close()
     return 0
 
 

@@ -68,11 +68,12 @@ RETURNING m.seq, m.message_id, m.receive_count, json_build_object(
 """
 
 # Delete the recipient's messages and log them, whoever holds their lease (an ACK is never lost
-# to a lease that ran out). Foreign ids match nothing, exactly like unknown ones.
+# to a lease that ran out). Foreign ids match nothing, exactly like unknown ones. The ids come as
+# one comma-separated text and go back as text: a batch of 100 costs Python no UUID objects.
 ACK = """
 WITH acked AS (
     DELETE FROM exchange_message
-    WHERE recipient_id = %(recipient)s AND message_id = ANY(%(ids)s)
+    WHERE recipient_id = %(recipient)s AND message_id = ANY(string_to_array(%(ids)s, ',')::uuid[])
     RETURNING message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
               first_received_at, receive_count
 )
@@ -83,16 +84,16 @@ INSERT INTO exchange_delivery_log (
 SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
        first_received_at, receive_count, statement_timestamp(), %(device)s
 FROM acked
-RETURNING message_id
+RETURNING message_id::text
 """
 
 # Why an id was not acknowledged now: acknowledged before, dead-lettered, or not the caller's.
 ACK_LOOKUP = """
-SELECT message_id, 'alreadyAcked' FROM exchange_delivery_log
-WHERE recipient_id = %(recipient)s AND message_id = ANY(%(ids)s)
+SELECT message_id::text, 'alreadyAcked' FROM exchange_delivery_log
+WHERE recipient_id = %(recipient)s AND message_id = ANY(string_to_array(%(ids)s, ',')::uuid[])
 UNION ALL
-SELECT message_id, 'deadLettered' FROM exchange_deadletter
-WHERE recipient_id = %(recipient)s AND message_id = ANY(%(ids)s)
+SELECT message_id::text, 'deadLettered' FROM exchange_deadletter
+WHERE recipient_id = %(recipient)s AND message_id = ANY(string_to_array(%(ids)s, ',')::uuid[])
 """
 
 # Release (nack) or extend leases, but only while the receipt's lease token is still the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any, cast
 
@@ -132,21 +133,24 @@ def _plain_number(values: list[str], bounds: tuple[int, int, int]) -> int | None
     return number if low <= number <= high else None
 
 
-def ack_ids(data: Any) -> list[uuid.UUID]:
-    """AckInput's messageIds for the ACK's body."""
+_UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_CANONICAL_IDS = re.compile(f"{_UUID}(?:,{_UUID})*")
+
+
+def ack_ids(data: Any) -> list[str]:
+    """AckInput's messageIds for the ACK's body, as canonical text (what receive hands out)."""
     if isinstance(data, dict) and data.keys() == {"messageIds"}:
         items = data["messageIds"]
-        if (
-            isinstance(items, list)
-            and 1 <= len(items) <= MAX_BATCH
-            and all(isinstance(item, str) for item in items)
-        ):
+        if isinstance(items, list) and 1 <= len(items) <= MAX_BATCH:
             try:
-                return [uuid.UUID(item) for item in items]
-            except ValueError:
-                pass  # the serializer names each bad item
+                joined = ",".join(items)
+            except TypeError:  # an item is not a string
+                joined = ""
+            # As many UUIDs as items, each 36 characters: no item holds a comma of its own.
+            if len(joined) == 37 * len(items) - 1 and _CANONICAL_IDS.fullmatch(joined):
+                return items
     ids: list[uuid.UUID] = AckInput.validated(data)["messageIds"]
-    return ids
+    return [str(message_id) for message_id in ids]
 
 
 class ResultOutput(serializers.Serializer[Any]):

@@ -166,7 +166,7 @@ class MessagesAckApi(ExchangeApi):
             message_ids=ack_ids(request.data),
         )
         return Response(
-            {"results": [{"messageId": str(mid), "status": status} for mid, status in results]}
+            {"results": [{"messageId": mid, "status": status} for mid, status in results]}
         )
 
 
@@ -188,7 +188,7 @@ class MessageAckApi(ExchangeApi):
             )
         if status == "notFound":
             raise MessageNotFound()
-        return Response({"messageId": str(acked_id), "status": status})
+        return Response({"messageId": acked_id, "status": status})
 
 
 def _receipts(handles: list[str]) -> list[Receipt]:

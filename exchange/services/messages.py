@@ -189,16 +189,22 @@ def messages_receive(
 
 
 def messages_ack(
-    *, adapter: User, device_key: str, message_ids: Sequence[uuid.UUID]
-) -> list[tuple[uuid.UUID, AckStatus]]:
-    """Acknowledge, idempotently: each id is acked, alreadyAcked, deadLettered or notFound."""
-    unique = list(dict.fromkeys(message_ids))
+    *, adapter: User, device_key: str, message_ids: Sequence[uuid.UUID | str]
+) -> list[tuple[str, AckStatus]]:
+    """Acknowledge, idempotently: each id is acked, alreadyAcked, deadLettered or notFound.
+
+    ``message_ids`` are UUIDs or their canonical text (lower case, with hyphens); the results
+    name each id once, as text, in the order given.
+    """
+    unique = list(dict.fromkeys(map(str, message_ids)))
     with prepared_cursor() as cursor:
-        cursor.execute(queries.ACK, {"recipient": adapter.pk, "ids": unique, "device": device_key})
-        statuses: dict[uuid.UUID, AckStatus] = {row[0]: "acked" for row in cursor.fetchall()}
+        cursor.execute(
+            queries.ACK, {"recipient": adapter.pk, "ids": ",".join(unique), "device": device_key}
+        )
+        statuses: dict[str, AckStatus] = {row[0]: "acked" for row in cursor.fetchall()}
         missing = [message_id for message_id in unique if message_id not in statuses]
         if missing:
-            cursor.execute(queries.ACK_LOOKUP, {"recipient": adapter.pk, "ids": missing})
+            cursor.execute(queries.ACK_LOOKUP, {"recipient": adapter.pk, "ids": ",".join(missing)})
             statuses.update({row[0]: row[1] for row in cursor.fetchall()})
     return [(message_id, statuses.get(message_id, "notFound")) for message_id in unique]
 

@@ -144,14 +144,34 @@ def test_malformed_json_is_a_400(api, raw):
         b'{"name": "t", "sides": 3, "payload": {"k": ["ok", "\\u0000"]}}',
         b'{"name": "t", "sides": 3, "payload": {"\\u0000": 1}}',
         b'{"name": "t", "sides": 3, "payload": "\\ud800"}',
+        b'{"name": "t", "sides": 3, "payload": ["x\\uDFFFx"]}',
         b'{"name": "a\x00b", "sides": 3}',
+        b'{"name": "t", "sides": 3, "payload": "\xed\xa0\x80"}',
     ],
-    ids=["nul-in-field", "nul-in-json-payload", "nul-in-key", "lone-surrogate", "raw-nul-byte"],
+    ids=[
+        "nul-in-field",
+        "nul-in-json-payload",
+        "nul-in-key",
+        "lone-surrogate",
+        "lone-surrogate-upper-hex",
+        "raw-nul-byte",
+        "raw-surrogate-bytes",
+    ],
 )
 def test_strings_postgresql_cannot_store_are_a_400(api, raw):
     response = api.post("/api/shapes", raw, content_type="application/json")
 
     problem(response, 400, "MALFORMED_JSON")
+
+
+def test_escapes_and_nesting_within_the_limits_pass(api):
+    payload = b'["\\ud83d\\ude00 \\u00e9 \\\\u0000", ' + b"[" * 62 + b"]" * 62 + b"]"
+    raw = b'{"name": "t", "sides": 3, "payload": ' + payload + b"}"
+
+    response = api.post("/api/shapes", raw, content_type="application/json")
+
+    assert response.status_code == 201
+    assert response.json()["payload"][0] == "\U0001f600 \u00e9 \\u0000"
 
 
 def test_body_over_the_limit_is_refused_before_it_is_read(api, settings):
