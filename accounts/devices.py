@@ -6,6 +6,8 @@ import hashlib
 import ipaddress
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from ipaddress import IPv4Network, IPv6Network
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -25,11 +27,19 @@ class Device:
 
 
 def _trusted(address: str) -> bool:
+    proxies = settings.TRUSTED_PROXIES
+    return bool(proxies) and _within(address, tuple(proxies))
+
+
+# Every request asks about its socket's address, and a worker sees few of them (the proxy's, or
+# a handful of clients'): parsing each again cost more than the rest of finding the device.
+@lru_cache(maxsize=1024)
+def _within(address: str, networks: tuple[IPv4Network | IPv6Network, ...]) -> bool:
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return False
-    return any(ip in network for network in settings.TRUSTED_PROXIES)
+    return any(ip in network for network in networks)
 
 
 def client_ip(request: HttpRequest) -> str:

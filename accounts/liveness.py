@@ -39,10 +39,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Model
+from django.db.models.base import ModelState
 from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
@@ -77,8 +79,9 @@ return result
 _CHECK_SHA = hashlib.sha1(_CHECK.encode()).hexdigest()  # noqa: S324 (Redis names scripts so)
 _held = threading.local()  # each thread's own Redis connection for _evaluate()
 
-# session id -> (revision, when it was read, the row)
-_remembered: dict[uuid.UUID, tuple[bytes, float, tuple[Any, ...]]] = {}
+# session id -> (revision, when it was read, the session with its user)
+_remembered: dict[uuid.UUID, tuple[bytes, float, Session]] = {}
+_M = TypeVar("_M", bound=Model)
 
 
 def enabled() -> bool:
@@ -149,23 +152,41 @@ def _evaluate(keys: list[str], args: list[Any]) -> Any:
         raise
 
 
-def remembered(session_id: uuid.UUID, revision: bytes | None) -> tuple[Any, ...] | None:
-    """The row read earlier for ``session_id`` under ``revision``, if still good."""
+def remembered(session_id: uuid.UUID, revision: bytes | None) -> Session | None:
+    """A copy of the session (and its user) read earlier under ``revision``, if still good."""
     if revision is None:
         return None
     entry = _remembered.get(session_id)
     if entry is None or entry[0] != revision or time.monotonic() - entry[1] > REMEMBER_SECONDS:
         return None
-    return entry[2]
+    return _copy(entry[2])
 
 
-def remember(session_id: uuid.UUID, revision: bytes | None, row: tuple[Any, ...]) -> None:
-    """Keep ``row``, read from PostgreSQL after ``revision`` was read from Redis."""
+def remember(session_id: uuid.UUID, revision: bytes | None, session: Session) -> None:
+    """Keep ``session`` (with its user), read from PostgreSQL after ``revision`` was read from
+    Redis."""
     if revision is None:
         return
     if len(_remembered) >= REMEMBER_MAX:
         _remembered.clear()
-    _remembered[session_id] = (revision, time.monotonic(), row)
+    _remembered[session_id] = (revision, time.monotonic(), _copy(session))
+
+
+def _copy(session: Session) -> Session:
+    """Each request gets instances of its own (session_touch changes its session), copied field
+    by field: building them from the row again through Model.__init__ cost five times as much.
+    Every field of both models holds an immutable value (text, numbers, times, UUIDs)."""
+    copy = _instance_copy(session)
+    copy.user = _instance_copy(session.user)
+    return copy
+
+
+def _instance_copy(instance: _M) -> _M:
+    copy = instance.__class__.__new__(instance.__class__)
+    copy.__dict__.update(instance.__dict__)
+    copy._state = ModelState()
+    copy._state.db, copy._state.adding = instance._state.db, False
+    return copy
 
 
 def forget(session_id: uuid.UUID) -> None:

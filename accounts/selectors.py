@@ -51,17 +51,17 @@ def session_authenticate(
     select_related() cost more than everything else the request does.
     """
     revision, usages = liveness.checked(user_id=claims.user_id, limits=limits)
-    row = liveness.remembered(claims.session_id, revision)
-    sql, session_names, user_names = _session_query()
-    if row is None:
+    session = liveness.remembered(claims.session_id, revision)
+    if session is None:
+        sql, session_names, user_names = _session_query()
         with prepared_cursor() as cursor:
             cursor.execute(sql, [claims.session_id])
             row = cursor.fetchone()
         if row is None:
             raise TokenRevoked()
-        liveness.remember(claims.session_id, revision, row)
-    session = Session.from_db(connection.alias, session_names, row[: len(session_names)])
-    session.user = User.from_db(connection.alias, user_names, row[len(session_names) :])
+        session = Session.from_db(connection.alias, session_names, row[: len(session_names)])
+        session.user = User.from_db(connection.alias, user_names, row[len(session_names) :])
+        liveness.remember(claims.session_id, revision, session)
     if session.user_id != claims.user_id:
         raise TokenRevoked()
     if session.revoked_at is not None or not session.user.is_active:

@@ -27,7 +27,10 @@ class ContentNegotiation(DefaultContentNegotiation):
             and format_suffix is None
             and candidates
             and candidates[0].media_type == "application/json"
-            and self.settings.URL_FORMAT_OVERRIDE not in request.query_params
+            and (
+                not request.META.get("QUERY_STRING")  # no query string to parse for ?format=
+                or self.settings.URL_FORMAT_OVERRIDE not in request.query_params
+            )
         ):
             return candidates[0], candidates[0].media_type
         selected: tuple[BaseRenderer, str] = super().select_renderer(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from typing import Any, cast
@@ -11,7 +12,6 @@ from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import AccessTokenAuthentication, AuthenticatedRequest
@@ -58,6 +58,14 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 ERRORS = (400, 401, 403, 429)
 
 
+def json_response(data: Any, status: int = 200) -> HttpResponse:
+    """The exchange's answers are plain JSON (strings, numbers, lists): written out directly,
+    as DRF's JSONRenderer would write them, without a Response to render per request. DRF's
+    negotiation has already refused any Accept header that JSON does not satisfy."""
+    body = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return HttpResponse(body, content_type="application/json", status=status)
+
+
 class ExchangeApi(RateLimitedApiMixin, APIView):
     """Adapters only; every call counts against the adapter's EXCHANGE_RATE_LIMIT."""
 
@@ -82,9 +90,9 @@ class WhoAmIApi(ExchangeApi):
         responses={200: WhoAmIOutput, **problem_responses(*ERRORS)},
         tags=["exchange"],
     )
-    def get(self, request: AuthenticatedRequest) -> Response:
+    def get(self, request: AuthenticatedRequest) -> HttpResponse:
         adapter, auth = request.user, request.auth
-        return Response(
+        return json_response(
             {
                 "adapterId": adapter.pk,
                 "login": adapter.username,
@@ -130,7 +138,7 @@ class MessagesApi(ExchangeApi):
         responses={201: SentOutput, 200: SentOutput, **problem_responses(*ERRORS, 409, 413)},
         tags=["exchange"],
     )
-    def post(self, request: AuthenticatedRequest) -> Response:
+    def post(self, request: AuthenticatedRequest) -> HttpResponse:
         key = request.headers.get("Idempotency-Key")
         if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
             raise ValidationFailed({"Idempotency-Key": ["1 to 255 printable ASCII characters."]})
@@ -147,8 +155,8 @@ class MessagesApi(ExchangeApi):
             idempotency_key=key,
         )
         if sent.duplicate:
-            return Response({"messageId": str(sent.message_id), "duplicate": True})
-        return Response({"messageId": str(sent.message_id)}, status=201)
+            return json_response({"messageId": str(sent.message_id), "duplicate": True})
+        return json_response({"messageId": str(sent.message_id)}, status=201)
 
 
 class MessagesAckApi(ExchangeApi):
@@ -159,13 +167,13 @@ class MessagesAckApi(ExchangeApi):
         responses={200: ResultsOutput, **problem_responses(*ERRORS)},
         tags=["exchange"],
     )
-    def post(self, request: AuthenticatedRequest) -> Response:
+    def post(self, request: AuthenticatedRequest) -> HttpResponse:
         results = messages_ack(
             adapter=request.user,
             device_key=request.auth.device.key,
             message_ids=ack_ids(request.data),
         )
-        return Response(
+        return json_response(
             {"results": [{"messageId": mid, "status": status} for mid, status in results]}
         )
 
@@ -178,7 +186,7 @@ class MessageAckApi(ExchangeApi):
         responses={200: ResultOutput, **problem_responses(*ERRORS, 404)},
         tags=["exchange"],
     )
-    def post(self, request: AuthenticatedRequest, message_id: uuid.UUID) -> Response:
+    def post(self, request: AuthenticatedRequest, message_id: uuid.UUID) -> HttpResponse:
         [(acked_id, status)] = messages_ack(
             adapter=request.user, device_key=request.auth.device.key, message_ids=[message_id]
         )
@@ -188,7 +196,7 @@ class MessageAckApi(ExchangeApi):
             )
         if status == "notFound":
             raise MessageNotFound()
-        return Response({"messageId": acked_id, "status": status})
+        return json_response({"messageId": acked_id, "status": status})
 
 
 def _receipts(handles: list[str]) -> list[Receipt]:
@@ -213,7 +221,7 @@ class MessagesNackApi(ExchangeApi):
         responses={200: ResultsOutput, **problem_responses(*ERRORS)},
         tags=["exchange"],
     )
-    def post(self, request: AuthenticatedRequest) -> Response:
+    def post(self, request: AuthenticatedRequest) -> HttpResponse:
         data = ReleaseInput(data=request.data)
         data.is_valid(raise_exception=True)
         results = messages_release(
@@ -221,7 +229,7 @@ class MessagesNackApi(ExchangeApi):
             receipts=_receipts(data.validated_data["receiptHandles"]),
             delay_seconds=data.validated_data["delaySeconds"],
         )
-        return Response(
+        return json_response(
             {"results": [{"messageId": str(mid), "status": status} for mid, status in results]}
         )
 
@@ -234,7 +242,7 @@ class MessagesLeaseApi(ExchangeApi):
         responses={200: ResultsOutput, **problem_responses(*ERRORS)},
         tags=["exchange"],
     )
-    def post(self, request: AuthenticatedRequest) -> Response:
+    def post(self, request: AuthenticatedRequest) -> HttpResponse:
         data = LeaseInput(data=request.data)
         data.is_valid(raise_exception=True)
         results = leases_extend(
@@ -248,7 +256,7 @@ class MessagesLeaseApi(ExchangeApi):
             if expires is not None:
                 item["leaseExpiresAt"] = rfc3339(expires)
             items.append(item)
-        return Response({"results": items})
+        return json_response({"results": items})
 
 
 class StatsApi(ExchangeApi):
@@ -258,6 +266,6 @@ class StatsApi(ExchangeApi):
         responses={200: StatsOutput, **problem_responses(*ERRORS)},
         tags=["exchange"],
     )
-    def get(self, request: AuthenticatedRequest) -> Response:
+    def get(self, request: AuthenticatedRequest) -> HttpResponse:
         adapter_id: int = request.user.pk
-        return Response(queue_stats(recipient_ids=[adapter_id])[adapter_id].as_json())
+        return json_response(queue_stats(recipient_ids=[adapter_id])[adapter_id].as_json())

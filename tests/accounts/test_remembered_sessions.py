@@ -192,8 +192,10 @@ def test_a_row_is_remembered_under_the_revision_read_before_it(
     revision, _ = liveness.checked(user_id=adapter.pk, limits=[])
     queryset_update_of_sessions(adapter)  # replaces the revision, and revokes
 
-    session_id = Session.objects.get(user=adapter).pk
-    liveness.remember(session_id, revision, ("a row read before the change",))
+    session = Session.objects.select_related("user").get(user=adapter)
+    session.revoked_at = None  # as it was read before the change
+    liveness.remember(session.pk, revision, session)
+    session_id = session.pk
 
     assert liveness.remembered(session_id, revision) is not None
     assert whoami(consumer).status_code == 401
@@ -234,3 +236,31 @@ def test_the_rate_limit_counts_in_the_same_round_trip_with_its_headers(
     if ends <= now.timestamp():
         ends += 60
     assert int(responses[2]["Retry-After"]) == ends - int(now.timestamp())
+
+
+def test_each_request_gets_its_own_copy_of_a_remembered_session(
+    sessions_remembered, consumer, adapter
+):
+    stored = Session.objects.select_related("user").get(user=adapter)
+    revision, _ = liveness.checked(user_id=adapter.pk, limits=[])
+    liveness.remember(stored.pk, revision, stored)
+
+    first = liveness.remembered(stored.pk, revision)
+    assert first is not None
+    first.last_used_at = datetime(2001, 1, 1, tzinfo=UTC)
+    first.user.username = "changed-by-one-request"
+    second = liveness.remembered(stored.pk, revision)
+
+    assert second is not None
+    assert second is not first
+    assert second.user is not first.user
+    assert second.last_used_at == stored.last_used_at
+    assert second.user.username == adapter.username
+    assert (second.pk, second.user_id, second.user.pk) == (stored.pk, adapter.pk, adapter.pk)
+    assert not second._state.adding
+    assert second._state.db == "default"
+    # The remembered instances are not the caller's either.
+    stored.device_id = "changed-after-remembering"
+    third = liveness.remembered(stored.pk, revision)
+    assert third is not None
+    assert third.device_id != "changed-after-remembering"
