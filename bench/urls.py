@@ -12,7 +12,8 @@ def bare(request: HttpRequest) -> JsonResponse:
 
 
 # First, as the platform's own first pattern is the exchange API: a view at the end of the list
-# would pay for every pattern Django tries before it, and make the floor look higher than it is.
+# would pay for every pattern Django tries before it, and the floor would sit lower than a plain
+# view's.
 urlpatterns = [path("bench/bare", bare), *platform_urlpatterns]
 
 handler404 = "platform_site.errors.handler404"
