@@ -163,13 +163,14 @@ DATABASES: dict[str, dict[str, Any]] = {"default": _database}
 
 # --- Cache (and rate-limit counters) -------------------------------------------------------------
 
-REDIS_URL = env_str("REDIS_URL", "")
-if REDIS_URL:
-    CACHES = {
+
+def redis_caches(url: str) -> dict[str, Any]:
+    """CACHES for the Redis at ``url`` (the tests build them the same way for their own)."""
+    return {
         "default": {
             # django-redis (the client django-ratelimit supports), counted by django-prometheus.
             "BACKEND": "django_prometheus.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
+            "LOCATION": url,
             # A Redis outage must not take the API down: cache calls then return nothing.
             "OPTIONS": {
                 "SOCKET_CONNECT_TIMEOUT": 2,
@@ -178,6 +179,11 @@ if REDIS_URL:
             },
         }
     }
+
+
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    CACHES = redis_caches(REDIS_URL)
     DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
     # django-ratelimit knows backends by class path. django-prometheus's class is django-redis's
     # with get() counted; the add() and incr() that rate limits use are django-redis's own.

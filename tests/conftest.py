@@ -86,14 +86,6 @@ def _forget_remembered_sessions() -> Iterator[None]:
     liveness._remembered.clear()
 
 
-def redis_caches(url: str) -> dict[str, Any]:
-    """CACHES as platform_site.settings builds them for REDIS_URL."""
-    options = {"SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1, "IGNORE_EXCEPTIONS": True}
-    return {
-        "default": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": url, "OPTIONS": options}
-    }
-
-
 @pytest.fixture
 def sessions_in_postgres(settings: Any) -> None:
     """No Redis: every request reads its session row from PostgreSQL."""
@@ -105,10 +97,12 @@ def sessions_in_postgres(settings: Any) -> None:
 def sessions_remembered(settings: Any) -> Any:
     """Redis (a database of these tests' own, emptied): workers remember session rows under
     revisions. Returns a redis-py client of that database."""
-    settings.REDIS_URL = LIVENESS_REDIS_URL
-    settings.CACHES = redis_caches(LIVENESS_REDIS_URL)
     from django_redis import get_redis_connection
 
+    from platform_site.settings import redis_caches
+
+    settings.REDIS_URL = LIVENESS_REDIS_URL
+    settings.CACHES = redis_caches(LIVENESS_REDIS_URL)
     client = get_redis_connection("default")
     client.flushdb()
     return client

@@ -17,7 +17,8 @@ from django.utils import timezone
 from accounts import liveness
 from accounts.models import Session, User
 from accounts.services.sessions import REFRESH_RACE_SECONDS
-from tests.conftest import ApiClient, redis_caches
+from platform_site.settings import redis_caches
+from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
 
