@@ -105,7 +105,7 @@ def checked(*, user_id: int, limits: Sequence[Limit]) -> tuple[bytes | None, lis
     """
     if not enabled():
         return None, None
-    if not getattr(settings, "RATELIMIT_ENABLE", True):
+    if not settings.RATELIMIT_ENABLE:
         limits = []
     now = int(time.time())
     counters = [counter_key(limit, now) for limit in limits]

@@ -197,8 +197,8 @@ else:
 # AXES_LOCK_OUT_AT_FAILURE), and per-IP limits are django-ratelimit's.
 SILENCED_SYSTEM_CHECKS += ["axes.W006"]
 RATELIMIT_USE_CACHE = "default"
-# django-ratelimit's default, written out: every exchange request reads it, and a setting that
-# is missing costs an AttributeError on each read.
+# django-ratelimit's default, written out: accounts.liveness reads it on every exchange request
+# (a setting missing from here costs an AttributeError on each read).
 RATELIMIT_ENABLE = True
 # Without a working cache, rate limits let requests through; the sign-in lock lives in
 # PostgreSQL and keeps protecting accounts.
