@@ -16,8 +16,9 @@ A change replaces the revision twice (``revisions_change``):
   first replacement and the commit was read under the first new revision, and the second one drops
   it. After the change's own request has returned, no worker answers from an older row.
 
-Revisions that Redis has lost (a restart, a flush, expiry) are written anew, at random, by the next
-request, so no remembered row outlives them. When Redis does not answer a request, the request
+Revisions that Redis has lost (a restart, a flush, expiry) are written anew by the next request,
+from Redis's clock to the microsecond (a change writes a random one), so no remembered row outlives
+them. When Redis does not answer a request, the request
 reads PostgreSQL and its rate limits let it through, as django-ratelimit's do (RATELIMIT_FAIL_OPEN).
 
 Every write to ``accounts.User`` and ``accounts.Session`` changes the revision except the fields
@@ -35,20 +36,22 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import socket
+import struct
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
+import hiredis
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Model
 from django.db.models.base import ModelState
 from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError, ResponseError
 
 from accounts.models import Session, SessionQuerySet, User, UserQuerySet
 from platform_site.errors import CacheUnavailable
@@ -60,24 +63,26 @@ REVISION_SECONDS = 24 * 3600  # a revision nobody changed is written anew after 
 REMEMBER_SECONDS = 300  # and a remembered row is read again after five minutes regardless
 REMEMBER_MAX = 10_000  # rows per worker; past that the worker forgets them all and starts over
 
-# KEYS[1]: the user's revision; KEYS[2..]: rate-limit counters. ARGV[1]: a revision to write if
-# Redis has none; ARGV[2]: its lifetime; ARGV[3..]: each counter's lifetime.
+# KEYS[1]: the user's revision; KEYS[2..]: rate-limit counters. ARGV[1]: the lifetime of a
+# revision written because Redis has none (made of Redis's clock, to the microsecond, so it differs
+# from every revision written before it); ARGV[2..]: each counter's lifetime.
 _CHECK = """
 local revision = redis.call('GET', KEYS[1])
 if not revision then
-  revision = ARGV[1]
-  redis.call('SET', KEYS[1], revision, 'EX', ARGV[2])
+  local now = redis.call('TIME')
+  revision = 't' .. now[1] .. '.' .. now[2]
+  redis.call('SET', KEYS[1], revision, 'EX', ARGV[1])
 end
 local result = {revision}
 for i = 2, #KEYS do
   local count = redis.call('INCR', KEYS[i])
-  if count == 1 then redis.call('EXPIRE', KEYS[i], ARGV[i + 1]) end
+  if count == 1 then redis.call('EXPIRE', KEYS[i], ARGV[i]) end
   result[i] = count
 end
 return result
 """
 _CHECK_SHA = hashlib.sha1(_CHECK.encode()).hexdigest()  # noqa: S324 (Redis names scripts so)
-_held = threading.local()  # each thread's own Redis connection for _evaluate()
+_held = threading.local()  # each thread's own line to Redis (_Line) for _evaluate()
 
 # session id -> (revision, when it was read, the session with its user)
 _remembered: dict[uuid.UUID, tuple[bytes, float, Session]] = {}
@@ -112,7 +117,7 @@ def checked(*, user_id: int, limits: Sequence[Limit]) -> tuple[bytes | None, lis
     try:
         result = _evaluate(
             [_revision_key(user_id), *(key for key, _, _ in counters)],
-            [secrets.token_hex(8), REVISION_SECONDS, *(seconds for _, seconds, _ in counters)],
+            [REVISION_SECONDS, *(seconds for _, seconds, _ in counters)],
         )
     except RedisError as error:
         logger.warning("Redis unavailable, session read from PostgreSQL: %s", error)
@@ -126,30 +131,67 @@ def checked(*, user_id: int, limits: Sequence[Limit]) -> tuple[bytes | None, lis
 
 
 def _evaluate(keys: list[str], args: list[Any]) -> Any:
-    """The check script, on a connection this thread keeps to itself.
+    """The check script, on a line to Redis that this thread keeps to itself."""
+    line: _Line | None = getattr(_held, "line", None)
+    if line is None or line.caches is not settings.CACHES:
+        line = _Line(settings.CACHES, _redis().connection_pool)
+        _held.line = line
+    try:
+        reply = line.call("EVALSHA", _CHECK_SHA, len(keys), *keys, *args)
+        if isinstance(reply, hiredis.ReplyError) and str(reply).startswith("NOSCRIPT"):
+            # A Redis that has not seen the script yet (or was restarted).
+            reply = line.call("EVAL", _CHECK, len(keys), *keys, *args)
+    except (OSError, hiredis.ProtocolError) as error:
+        # The line's state is unknown (a timeout, a reset): the next call starts on a new one.
+        _held.line = None
+        line.close()
+        raise RedisConnectionError(f"Redis did not answer the session check: {error}") from error
+    if isinstance(reply, hiredis.ReplyError):
+        raise ResponseError(str(reply))
+    return reply
+
+
+class _Line:
+    """A connection to Redis that redis-py opens (address, password, database and TLS come from
+    the cache's settings) and on which the check script's command is then written and its answer
+    read directly, with hiredis.
 
     redis-py's per-command path (taking a connection from the pool and giving it back, retries,
-    its metrics hooks) cost 65 of the 100 µs of client CPU a call took here; the connection's own
-    send and read, with hiredis, cost 35 (docs/performance.md). The connection is the default
-    cache's, kept until CACHES changes (tests) or the connection fails.
+    its event hooks, its parser's buffering) cost more client CPU than the round trip itself
+    (docs/performance.md). On a plain TCP socket the timeout is the kernel's (SO_SNDTIMEO,
+    SO_RCVTIMEO): Python's own socket timeout polls the socket before every send and every read,
+    and each system call lets the worker's other threads take the interpreter, which under load
+    costs a thread switch each time.
     """
-    held = getattr(_held, "connection", None)
-    if held is None or held[0] is not settings.CACHES:
-        held = (settings.CACHES, _redis().connection_pool.get_connection())
-        _held.connection = held
-    connection = held[1]
-    try:
-        try:
-            connection.send_command("EVALSHA", _CHECK_SHA, len(keys), *keys, *args)
-            return connection.read_response()
-        except NoScriptError:  # a Redis that has not seen the script yet (or was restarted)
-            connection.send_command("EVAL", _CHECK, len(keys), *keys, *args)
-            return connection.read_response()
-    except (RedisConnectionError, RedisTimeoutError):
-        # The connection's state is unknown: the next call starts on a new one.
-        _held.connection = None
-        connection.disconnect()
-        raise
+
+    def __init__(self, caches: Any, pool: Any) -> None:
+        self.caches = caches
+        self.pool = pool
+        self.connection = connection = pool.get_connection()
+        connection.connect()  # a no-op when the pool handed it out connected
+        self.socket: socket.socket = connection._sock
+        self.reader = hiredis.Reader()
+        timeout = connection.socket_timeout
+        if type(self.socket) is socket.socket and timeout:
+            seconds = int(timeout)
+            limit = struct.pack("ll", seconds, int((timeout - seconds) * 1_000_000))
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, limit)
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, limit)
+            self.socket.settimeout(None)  # blocking: the kernel times each call out
+
+    def call(self, *args: Any) -> Any:
+        """One command and its reply (an error reply is returned as a hiredis.ReplyError)."""
+        self.socket.sendall(hiredis.pack_command(args))
+        while (reply := self.reader.gets()) is False:
+            data = self.socket.recv(65536)  # a kernel timeout raises BlockingIOError, an OSError
+            if not data:
+                raise ConnectionResetError("Redis closed the connection")
+            self.reader.feed(data)
+        return reply
+
+    def close(self) -> None:
+        self.connection.disconnect()
+        self.pool.release(self.connection)  # it connects afresh when next handed out
 
 
 def remembered(session_id: uuid.UUID, revision: bytes | None) -> Session | None:

@@ -4,9 +4,15 @@ has been remembered, through HTTP where the platform offers it."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -171,6 +177,62 @@ def test_when_redis_does_not_answer_requests_read_postgresql_and_are_not_rate_li
 
     revoke_behind_the_platforms_back(adapter)
     assert whoami(consumer).status_code == 401
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A redis-server of this test's own, which the test may stop (SIGSTOP) and resume."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        ["redis-server", *f"--port {port} --bind 127.0.0.1 --appendonly no".split(), "--save", ""],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+    )
+    server.url = f"redis://127.0.0.1:{port}/0"  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as ping:
+                ping.sendall(b"PING\r\n")
+                if ping.recv(16).startswith(b"+PONG"):
+                    break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    yield server
+    os.kill(server.pid, signal.SIGCONT)
+    server.terminate()
+    server.wait(timeout=10)
+
+
+def test_a_redis_that_stops_answering_costs_a_request_its_timeout_and_no_more(
+    own_redis, consumer, settings, django_assert_num_queries
+):
+    """The session check's line to Redis times out in the kernel (accounts.liveness._Line): a
+    Redis that accepted the request and hangs costs SOCKET_TIMEOUT, then the session is read from
+    PostgreSQL."""
+    caches = redis_caches(own_redis.url)
+    caches["default"]["OPTIONS"]["SOCKET_TIMEOUT"] = 0.5
+    settings.REDIS_URL, settings.CACHES = own_redis.url, caches
+    remembered(consumer, django_assert_num_queries)  # the line is open and has answered
+
+    os.kill(own_redis.pid, signal.SIGSTOP)
+    started = time.monotonic()
+    with django_assert_num_queries(1):  # the session, read from PostgreSQL
+        response = whoami(consumer)
+    waited = time.monotonic() - started
+    assert response.status_code == 200
+    assert 0.45 < waited < 2.0
+    assert "X-Rate-Limit-Limit" not in response  # not counted: limits fail open
+
+    os.kill(own_redis.pid, signal.SIGCONT)
+    with django_assert_num_queries(0):  # remembered again, checked on a new line
+        response = whoami(consumer)
+    assert response.status_code == 200
+    assert "X-Rate-Limit-Limit" in response
 
 
 def test_a_revision_that_redis_lost_makes_every_remembered_row_stale(
