@@ -6,8 +6,9 @@ pool and gives it back. Two costs of that step are not worth paying on every req
 
 - django-prometheus builds a new cursor class each time Django asks for the connection parameters,
   and Django asks on every checkout (a new class is slow to build and leaves garbage for the cycle
-  collector). The class depends only on the database alias and the cursor class, so it is built
-  once per pair.
+  collector), and its cursors look their labelled series up on every statement. The counting
+  cursor here (``counting_cursor``) feeds django-prometheus's own metrics, with the series looked
+  up once per database alias and cursor class.
 - The pool's health check is a round trip per checkout. A pooled connection is idle: PostgreSQL
   says nothing on it unless it is closing it (a restart, a terminated backend, an idle timeout),
   and then the socket turns readable. So the round trip is made only when the socket has
@@ -18,21 +19,57 @@ from __future__ import annotations
 
 import functools
 import select
+import time
 from typing import Any
 
 import psycopg
 from django.conf import settings
 from django.db.backends.utils import CursorWrapper
+from django_prometheus.db import (
+    errors_total,
+    execute_many_total,
+    execute_total,
+    query_duration_seconds,
+)
 from django_prometheus.db.backends.postgresql import base
-from django_prometheus.db.common import ExportingCursorWrapper
 from psycopg_pool import ConnectionPool
 
 
 @functools.cache
 def counting_cursor(cursor_class: type, alias: str, vendor: str) -> type:
-    """django-prometheus's cursor class that counts queries, one per database and cursor class."""
-    cursor: type = ExportingCursorWrapper(cursor_class, alias, vendor)
-    return cursor
+    """``cursor_class`` counting its statements, their duration and their errors in
+    django-prometheus's metrics (``django_db_*``), as its ExportingCursorWrapper does, but with the
+    labelled series looked up here once: the wrapper's three ``labels()`` calls per statement cost
+    more than the rest of its bookkeeping."""
+    executed = execute_total.labels(alias, vendor)
+    in_batches = execute_many_total.labels(alias, vendor)
+    duration = query_duration_seconds.labels(alias, vendor)
+
+    class CountingCursor(cursor_class):  # type: ignore[misc]
+        def execute(self, *args: Any, **kwargs: Any) -> Any:
+            executed.inc()
+            started = time.perf_counter()
+            try:
+                return super().execute(*args, **kwargs)
+            except Exception as error:
+                errors_total.labels(alias, vendor, type(error).__name__).inc()
+                raise
+            finally:
+                duration.observe(time.perf_counter() - started)
+
+        def executemany(self, query: Any, param_list: Any, *args: Any, **kwargs: Any) -> Any:
+            executed.inc(len(param_list))
+            in_batches.inc(len(param_list))
+            started = time.perf_counter()
+            try:
+                return super().executemany(query, param_list, *args, **kwargs)
+            except Exception as error:
+                errors_total.labels(alias, vendor, type(error).__name__).inc()
+                raise
+            finally:
+                duration.observe(time.perf_counter() - started)
+
+    return CountingCursor
 
 
 def connection_is_quiet(connection: psycopg.Connection[Any]) -> bool:

@@ -13,10 +13,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError, ProgrammingError, connection
 from django.test import override_settings
+from prometheus_client import REGISTRY
 
-from platform_site.database import direct_connect
+from platform_site.database import direct_connect, prepared_cursor
 from platform_site.db.base import connection_is_quiet
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -101,4 +102,36 @@ def test_the_counting_cursor_class_is_built_once() -> None:
 
     # django-prometheus builds a new cursor class per call, and Django calls once per checkout.
     assert params[0]["cursor_factory"] is params[1]["cursor_factory"]
-    assert params[0]["cursor_factory"].__qualname__.startswith("ExportingCursorWrapper")
+    assert params[0]["cursor_factory"].__qualname__.startswith("counting_cursor")
+
+
+def sample(name: str, **labels: str) -> float:
+    value = REGISTRY.get_sample_value(name, {"alias": "default", "vendor": "postgresql", **labels})
+    return value or 0.0
+
+
+@pytest.mark.parametrize("prepared", [False, True], ids=["cursor", "prepared_cursor"])
+def test_statements_their_duration_and_their_errors_are_counted(prepared: bool) -> None:
+    connection.ensure_connection()  # taking a connection may run statements of its own
+    before = (
+        sample("django_db_execute_total"),
+        sample("django_db_execute_many_total"),
+        sample("django_db_query_duration_seconds_count"),
+        sample("django_db_errors_total", type="UndefinedTable"),
+    )
+    with prepared_cursor() if prepared else connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.executemany("SELECT %s::int", [(1,), (2,), (3,)])
+        with pytest.raises(ProgrammingError):
+            cursor.execute("SELECT * FROM no_such_table")
+    after = (
+        sample("django_db_execute_total"),
+        sample("django_db_execute_many_total"),
+        sample("django_db_query_duration_seconds_count"),
+        sample("django_db_errors_total", type="UndefinedTable"),
+    )
+    executed, in_batches, timed, failed = (b - a for a, b in zip(before, after, strict=True))
+    assert executed >= 5  # Django's own cursor may run a statement of its own too
+    assert in_batches == 3
+    assert timed == executed - 2  # a batch of three is one call, timed once
+    assert failed == 1  # psycopg's own error class, as django-prometheus labels it
