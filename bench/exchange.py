@@ -455,31 +455,14 @@ def redis_for_bench(workdir: Path) -> Iterator[str]:
             "its session from PostgreSQL)"
         )
         return
-    port = free_port()
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
-                    probe.sendall(b"PING\r\n")
-                    if probe.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("the bench's redis-server did not start") from None
-                time.sleep(0.1)
-        os.environ["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
-        yield f"yes (its own redis-server {port})"
-    finally:
-        os.environ.pop("REDIS_URL", None)
-        process.terminate()
-        process.wait(timeout=10)
+    from platform_site.embedded import redis_server
+
+    with redis_server(directory=workdir, binary=binary) as (url, _):
+        os.environ["REDIS_URL"] = url
+        try:
+            yield f"yes (its own redis-server {urlsplit(url).port})"
+        finally:
+            os.environ.pop("REDIS_URL", None)
 
 
 @dataclass

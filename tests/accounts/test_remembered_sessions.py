@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -23,6 +21,7 @@ from django.utils import timezone
 from accounts import liveness
 from accounts.models import Session, User
 from accounts.services.sessions import REFRESH_RACE_SECONDS
+from platform_site.embedded import redis_server
 from platform_site.settings import redis_caches
 from tests.conftest import ApiClient
 
@@ -180,32 +179,10 @@ def test_when_redis_does_not_answer_requests_read_postgresql_and_are_not_rate_li
 
 
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A redis-server of this test's own, which the test may stop (SIGSTOP) and resume."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        ["redis-server", *f"--port {port} --bind 127.0.0.1 --appendonly no".split(), "--save", ""],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-    )
-    server.url = f"redis://127.0.0.1:{port}/0"  # type: ignore[attr-defined]
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as ping:
-                ping.sendall(b"PING\r\n")
-                if ping.recv(16).startswith(b"+PONG"):
-                    break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    yield server
-    os.kill(server.pid, signal.SIGCONT)
-    server.terminate()
-    server.wait(timeout=10)
+def own_redis(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """A redis-server of this test's own (its URL and process id), which the test may stop."""
+    with redis_server(directory=tmp_path) as server:
+        yield server
 
 
 def test_a_redis_that_stops_answering_costs_a_request_its_timeout_and_no_more(
@@ -214,12 +191,13 @@ def test_a_redis_that_stops_answering_costs_a_request_its_timeout_and_no_more(
     """The session check's line to Redis times out in the kernel (accounts.liveness._Line): a
     Redis that accepted the request and hangs costs SOCKET_TIMEOUT, then the session is read from
     PostgreSQL."""
-    caches = redis_caches(own_redis.url)
+    url, pid = own_redis
+    caches = redis_caches(url)
     caches["default"]["OPTIONS"]["SOCKET_TIMEOUT"] = 0.5
-    settings.REDIS_URL, settings.CACHES = own_redis.url, caches
+    settings.REDIS_URL, settings.CACHES = url, caches
     remembered(consumer, django_assert_num_queries)  # the line is open and has answered
 
-    os.kill(own_redis.pid, signal.SIGSTOP)
+    os.kill(pid, signal.SIGSTOP)
     started = time.monotonic()
     with django_assert_num_queries(1):  # the session, read from PostgreSQL
         response = whoami(consumer)
@@ -228,7 +206,7 @@ def test_a_redis_that_stops_answering_costs_a_request_its_timeout_and_no_more(
     assert 0.45 < waited < 2.0
     assert "X-Rate-Limit-Limit" not in response  # not counted: limits fail open
 
-    os.kill(own_redis.pid, signal.SIGCONT)
+    os.kill(pid, signal.SIGCONT)
     with django_assert_num_queries(0):  # remembered again, checked on a new line
         response = whoami(consumer)
     assert response.status_code == 200
