@@ -3,7 +3,7 @@
 The session row is the truth: a revoked session stops working at once on every worker (contract
 section 2). Reading it costs the exchange API's hot path a PostgreSQL round trip per request, the
 largest part of an authenticated call. With Redis configured (``REDIS_URL``), a worker remembers
-the session and user row it read, stamped with the user's *revision*: a random value in Redis that
+the session and user row it read, stamped with the user's *revision*: a value in Redis that
 every change to the user or to one of their sessions replaces. A request reads the revision in the
 Redis round trip that counts it against its rate limits (``checked``), and uses the remembered row
 only while the revision is still the one it was read under.
@@ -18,8 +18,8 @@ A change replaces the revision twice (``revisions_change``):
 
 Revisions that Redis has lost (a restart, a flush, expiry) are written anew by the next request,
 from Redis's clock to the microsecond (a change writes a random one), so no remembered row outlives
-them. When Redis does not answer a request, the request
-reads PostgreSQL and its rate limits let it through, as django-ratelimit's do (RATELIMIT_FAIL_OPEN).
+them. When Redis does not answer a request, the request reads PostgreSQL and its rate limits let it
+through, as django-ratelimit's do (RATELIMIT_FAIL_OPEN).
 
 Every write to ``accounts.User`` and ``accounts.Session`` changes the revision except the fields
 their querysets call ``quiet`` (the sign-in time, the session's "last used" and refresh rotation:

@@ -125,9 +125,9 @@ def redis_server(*, directory: Path, binary: str = "redis-server") -> Iterator[t
                     ping.sendall(b"PING\r\n")
                     if ping.recv(16).startswith(b"+PONG"):
                         break
-            except OSError:
+            except OSError as error:
                 if time.monotonic() > deadline or process.poll() is not None:
-                    raise
+                    raise RuntimeError(f"{binary} did not start on port {port}") from error
                 time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/0", process.pid
     finally:

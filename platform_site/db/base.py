@@ -48,21 +48,17 @@ def counting_cursor(cursor_class: type, alias: str, vendor: str) -> type:
     class CountingCursor(cursor_class):  # type: ignore[misc]
         def execute(self, *args: Any, **kwargs: Any) -> Any:
             executed.inc()
-            started = time.perf_counter()
-            try:
-                return super().execute(*args, **kwargs)
-            except Exception as error:
-                errors_total.labels(alias, vendor, type(error).__name__).inc()
-                raise
-            finally:
-                duration.observe(time.perf_counter() - started)
+            return self._measured(super().execute, *args, **kwargs)
 
         def executemany(self, query: Any, param_list: Any, *args: Any, **kwargs: Any) -> Any:
             executed.inc(len(param_list))
             in_batches.inc(len(param_list))
+            return self._measured(super().executemany, query, param_list, *args, **kwargs)
+
+        def _measured(self, method: Any, *args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
-                return super().executemany(query, param_list, *args, **kwargs)
+                return method(*args, **kwargs)
             except Exception as error:
                 errors_total.labels(alias, vendor, type(error).__name__).inc()
                 raise
