@@ -37,7 +37,6 @@ import resource
 import secrets
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -61,6 +60,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # hide the platform's exchange package: put the checkout there instead.
 if sys.path and Path(sys.path[0] or ".").resolve() == ROOT / "bench":
     sys.path[0] = str(ROOT)
+
+from platform_site.embedded import free_port  # noqa: E402 (after the path is set)
 
 BENCH_DATABASE = "exchange_bench"
 MAX_DELIVERIES = 10
@@ -295,12 +296,6 @@ def database_facts(database_url: str) -> dict[str, str]:
 
 
 # --- The server ----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

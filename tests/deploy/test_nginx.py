@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from platform_site.embedded import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 NGINX_DIR = ROOT / "deploy" / "nginx"
 TEMPLATE_VARIABLES = ("NGINX_PORT", "BACKEND", "STATIC_ROOT", "ACCESS_LOG", "CLIENT_MAX_BODY_SIZE")
@@ -45,13 +47,6 @@ def nginx_binary() -> str:
             "nginx is missing: `make nginx` (part of `make test`) installs Debian's package"
         )
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def render(template: str, values: dict[str, str]) -> str:

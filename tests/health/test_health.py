@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from django.db import connection
 
 from health import indicators
+from platform_site.embedded import free_port
 
 V3 = "application/vnd.spring-boot.actuator.v3+json"
 
@@ -20,9 +20,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_port()
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.stack.conftest import ROOT, Gunicorn, StackDatabase, free_port, wait_until
+from platform_site.embedded import free_port
+from tests.stack.conftest import ROOT, Gunicorn, StackDatabase, wait_until
 
 # Stack variables that CI exports for the whole suite: a started process sees only what its test
 # sets, so a test's Redis database or broker never leaks into another's.

@@ -17,7 +17,8 @@ from typing import Any
 from aiosmtpd.controller import Controller
 from kombu import Connection, Queue
 
-from tests.stack.conftest import free_port, wait_until
+from platform_site.embedded import free_port
+from tests.stack.conftest import wait_until
 
 # The machine's RabbitMQ (CI's service): tests keep apart by queue names of their own.
 RABBITMQ = ("127.0.0.1", 5672)
