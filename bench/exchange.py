@@ -321,7 +321,17 @@ class Server:
             self.process.wait()
 
 
-def server_start(database_url: str, workdir: Path) -> Server:
+def server_start(
+    database_url: str,
+    workdir: Path,
+    *,
+    workers: int = GUNICORN_WORKERS,
+    threads: int = GUNICORN_THREADS,
+    app: str = "bench.wsgi",
+    **env_extra: str,
+) -> Server:
+    """The platform under gunicorn with deploy/gunicorn.conf.py, 2 workers x 8 threads unless
+    told otherwise (bench/waits.py compares other shapes), ready when this returns."""
     port = free_port()
     metrics_dir = workdir / "prometheus"
     metrics_dir.mkdir()
@@ -329,8 +339,8 @@ def server_start(database_url: str, workdir: Path) -> Server:
         database_url,
         DJANGO_SETTINGS_MODULE="bench.settings",
         GUNICORN_BIND=f"127.0.0.1:{port}",
-        GUNICORN_WORKERS=str(GUNICORN_WORKERS),
-        GUNICORN_THREADS=str(GUNICORN_THREADS),
+        GUNICORN_WORKERS=str(workers),
+        GUNICORN_THREADS=str(threads),
         PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
         DEBUG="false",
         ALLOWED_HOSTS="127.0.0.1",
@@ -339,11 +349,12 @@ def server_start(database_url: str, workdir: Path) -> Server:
         ACCOUNTS_RATE_LIMIT_ACCOUNT="100000/m",
         JWT_ACCESS_TTL_SECONDS="86400",
         EXCHANGE_LONG_POLL_MAX_WAITING="16",
+        **env_extra,
     )
     log_path = workdir / "gunicorn.log"
     with log_path.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "bench.wsgi"],
+            [sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", app],
             cwd=ROOT,
             env=env,
             stdout=out,
