@@ -37,6 +37,7 @@ from bench.exchange import (  # noqa: E402 (after the path is set)
     manage,
     principals_create,
     queue_fill,
+    quiet_wait,
     redis_for_bench,
     server_start,
     sign_in,
@@ -93,6 +94,7 @@ def measure(
         clients = [sign_in(server.base_url, p, f"waits-{n}") for n, p in enumerate(consumers)]
         script = probe_dir / "exchange.lua"
         wrk_script(script, clients)
+        quiet_wait(30)
         wrk_once(wrk, script, server, CLIENTS, 2, "ack", "1")  # warm-up
         before = totals(server, probe_dir)
         figures, _, cpu = wrk_once(wrk, script, server, CLIENTS, seconds, "ack", "1")
@@ -108,11 +110,12 @@ def measure(
     redis_wait = spent["redis_wall"] - spent["redis_cpu"]
     pg_wait = spent["pg_wall"] - spent["pg_cpu"]
     rest = spent["wall"] - spent["cpu"] - redis_wait - pg_wait
-    rate = figures[1] / (figures[0] / 1e6)
+    duration_us, requests_made, _, _, empty, bad, *_ = figures
+    trouble = f"  ({empty:,} empty receives, {bad:,} errors)" if empty or bad else ""
     return (
-        f"{workers}x{threads:<6} {rate:8,.0f} {per_request(spent['wall'])} "
-        f"{per_request(spent['cpu'])} {per_request(redis_wait)} {per_request(pg_wait)} "
-        f"{per_request(rest)}   {cpu.server:4.0f}%  {cpu.split}"
+        f"{workers}x{threads:<6} {requests_made / (duration_us / 1e6):8,.0f} "
+        f"{per_request(spent['wall'])} {per_request(spent['cpu'])} {per_request(redis_wait)} "
+        f"{per_request(pg_wait)} {per_request(rest)}   {cpu.server:4.0f}%  {cpu.split}{trouble}"
     )
 
 
