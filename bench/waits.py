@@ -134,24 +134,25 @@ def main(argv: list[str] | None = None) -> int:
 
     log("preparing the database")
     database_url, where = database_prepare()
-    manage(database_url, "migrate", "--no-input", "-v", "0")
-    consumers, sender = principals_create(database_url, CLIENTS)
-    # Enough for every shape at a few thousand requests per second, without running dry.
-    fill = int(len(shapes) * (args.duration + 4) * 400)
-    queue_fill(database_url, [c.adapter_id for c in consumers], sender.adapter_id, fill)
     lines = []
     with contextlib.ExitStack() as stack:
+        stack.callback(database_drop, database_url)  # its queues and log take room: always
+        manage(database_url, "migrate", "--no-input", "-v", "0")
+        consumers, sender = principals_create(database_url, CLIENTS)
+        # Enough for every shape at a few thousand requests per second, without running dry.
+        fill = int(len(shapes) * (args.duration + 4) * 400)
+        queue_fill(database_url, [c.adapter_id for c in consumers], sender.adapter_id, fill)
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="waits-")))
         redis = stack.enter_context(redis_for_bench(workdir))
-        try:
-            for workers, threads in shapes:
-                log(f"{workers} workers x {threads} threads")
-                lines.append(
-                    measure(database_url, workdir, wrk, consumers, workers, threads, args.duration)
-                )
-        finally:
-            database_drop(database_url)
-    print(f"\nReceive and ACK under load: 8 wrk connections, batch 1 ({where}; Redis: {redis})")
+        for workers, threads in shapes:
+            log(f"{workers} workers x {threads} threads")
+            lines.append(
+                measure(database_url, workdir, wrk, consumers, workers, threads, args.duration)
+            )
+    print(
+        f"\nReceive and ACK under load: {CLIENTS} wrk connections, batch 1 ({where}; "
+        f"Redis: {redis})"
+    )
     print("per request, microseconds of wall time inside the application:")
     print(
         f"{'shape':<8} {'req/s':>8} {'wall':>8} {'CPU':>8} {'Redis':>8} {'Postgres':>8} "
