@@ -123,6 +123,8 @@ def checked(*, user_id: int, limits: Sequence[Limit]) -> tuple[bytes | None, lis
         logger.warning("Redis unavailable, session read from PostgreSQL: %s", error)
         return None, None
     revision, *counts = result
+    if not limits:  # nothing was counted: the caller counts its own limits, if it has any
+        return revision, None
     usages = [
         usage_counted(limit, count=count, window_end=window_end, now=now)
         for limit, count, (_, _, window_end) in zip(limits, counts, counters, strict=True)

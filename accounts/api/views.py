@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import APIException
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -41,7 +43,13 @@ from accounts.services.adapters import (
 from accounts.services.sessions import session_logout, session_refresh
 from accounts.services.sign_in import IdentifierKind, sign_in
 from exchange.services.routes import route_grant, route_withdraw
-from platform_site.ratelimits import Limit, RateLimitedApiMixin
+from platform_site.errors import ApplicationError
+from platform_site.ratelimits import (
+    Limit,
+    RateLimitedApiMixin,
+    rate_limit_count,
+    rate_limit_enforce,
+)
 from platform_site.serializers import problem_responses
 from platform_site.timestamps import rfc3339
 
@@ -63,7 +71,18 @@ class AuthApi(RateLimitedApiMixin, APIView):
 
     def rate_limits(self, request: Request) -> list[Limit]:
         limits = [Limit("auth-ip", client_ip(request._request), settings.ACCOUNTS_RATE_LIMIT_IP)]
-        identifier = request.data.get(self.identifier_field) if self.identifier_field else None
+        if self.identifier_field is None:
+            return limits
+        try:
+            data = request.data
+        except (ApplicationError, APIException):
+            # A body that cannot be read still counts against the client's IP; the parser's
+            # error (MALFORMED_JSON, PAYLOAD_TOO_LARGE...) is the answer.
+            rate_limit_enforce(rate_limit_count(request._request, limits))
+            raise
+        # Any JSON value may arrive ([], "x", null): only an object can name an account. The
+        # view's serializer answers the rest with 400 VALIDATION_FAILED.
+        identifier = data.get(self.identifier_field) if isinstance(data, Mapping) else None
         if isinstance(identifier, str):
             # E-mail addresses match whatever their case, logins exactly: so do their counters.
             if self.identifier_field == "email":

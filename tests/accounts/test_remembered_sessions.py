@@ -279,6 +279,19 @@ def test_the_rate_limit_counts_in_the_same_round_trip_with_its_headers(
     assert int(responses[2]["Retry-After"]) == ends - int(now.timestamp())
 
 
+def test_cabinet_endpoints_count_per_user_when_the_session_check_counts_nothing(
+    sessions_remembered, cabinet, settings
+):
+    # The session check counts only the exchange's limits; a cabinet endpoint counts its own.
+    settings.ACCOUNTS_RATE_LIMIT_USER = "2/m"
+
+    with time_machine.travel(datetime.now(UTC), tick=False):
+        responses = [cabinet.call("get", "/api/users/me") for _ in range(3)]
+
+    assert [r.status_code for r in responses] == [200, 200, 429]
+    assert [r["X-Rate-Limit-Remaining"] for r in responses] == ["1", "0", "0"]
+
+
 def test_each_request_gets_its_own_copy_of_a_remembered_session(
     sessions_remembered, consumer, adapter
 ):

@@ -1,0 +1,131 @@
+"""Every JSON body the API can be sent, whatever its top-level value, is answered and counted.
+
+The operations come from the OpenAPI schema itself, so an endpoint added later is covered too:
+each one that takes a body answers a non-object JSON value with 400 VALIDATION_FAILED and counts
+the request against its rate limits; each one that takes none is not troubled by one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from accounts.models import Session
+from tests.conftest import ApiClient
+from tests.factories import AdapterFactory
+
+pytestmark = pytest.mark.django_db
+
+NOT_OBJECTS = ["[]", "[null]", '"x"', "1", "null", "true"]
+
+
+def operations(schema: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(method, path template, takes a body) of every operation under /api/ but the schema's."""
+    return [
+        (method, path, "requestBody" in operation)
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+        if path.startswith("/api/") and not path.startswith("/api/schema")
+    ]
+
+
+@pytest.fixture
+def schema(client: Any) -> dict[str, Any]:
+    document: dict[str, Any] = client.get("/api/schema/?format=json").json()
+    return document
+
+
+@pytest.fixture
+def principals(owner: Any, adapter: Any, consumer: ApiClient, cabinet: ApiClient) -> Any:
+    """A client for each kind of path, and real ids for the path parameters."""
+    sender = AdapterFactory.create(owner=owner)
+    session = Session.objects.filter(user=owner).first()
+    assert session is not None
+    ids = {
+        "adapter_id": adapter.pk,
+        "sender_id": sender.pk,
+        "session_id": session.pk,
+        "message_id": "4b5ad8e4-9a5e-4bd7-9c0f-7c3b7f0c3d6e",
+    }
+
+    def client_for(path: str) -> ApiClient:
+        if path.startswith("/api/exchange/"):
+            return consumer
+        if path.startswith("/api/users/"):
+            return cabinet
+        return ApiClient(device_id="anonymous-1")
+
+    return client_for, ids
+
+
+def post_raw(client: ApiClient, method: str, path: str, body: str) -> Any:
+    return getattr(client, method)(
+        path, data=body, content_type="application/json", **client._headers({})
+    )
+
+
+def test_the_schema_has_operations_with_and_without_bodies(schema):
+    found = operations(schema)
+
+    assert len([op for op in found if op[2]]) >= 20
+    assert any(not takes_body for _, _, takes_body in found)
+
+
+@pytest.mark.parametrize("body", NOT_OBJECTS)
+def test_every_operation_with_a_body_answers_a_non_object_with_400_and_counts_it(
+    schema, principals, body
+):
+    client_for, ids = principals
+    for method, template, takes_body in operations(schema):
+        if not takes_body:
+            continue
+        path = template.format(**ids)
+        client = client_for(template)
+
+        first = post_raw(client, method, path, body)
+        second = post_raw(client, method, path, body)
+
+        where = f"{method.upper()} {path} with {body}"
+        assert first.status_code == 400, (where, first.content)
+        assert first["Content-Type"] == "application/problem+json", where
+        assert first.json()["code"] == "VALIDATION_FAILED", (where, first.json())
+        remaining = [int(r["X-Rate-Limit-Remaining"]) for r in (first, second)]
+        assert remaining[1] < remaining[0], (where, remaining)
+
+
+@pytest.mark.parametrize("body", NOT_OBJECTS)
+def test_an_operation_without_a_body_is_not_troubled_by_one(schema, principals, body):
+    client_for, ids = principals
+    for method, template, takes_body in operations(schema):
+        if takes_body or method in {"get", "delete"}:
+            continue
+        path = template.format(**ids)
+
+        response = post_raw(client_for(template), method, path, body)
+
+        assert response.status_code < 500, (method, path, body, response.content)
+        assert response["Content-Type"] in {"application/json", "application/problem+json"}
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/api/auth/login/email", "email"),
+        ("/api/auth/login/username", "username"),
+        ("/api/auth/register", "email"),
+        ("/api/auth/reset-password", "email"),
+        ("/api/auth/login/two-factor/confirm", "requestId"),
+        ("/api/auth/reset-password/resend", "requestId"),
+    ],
+)
+def test_a_malformed_body_still_counts_against_the_client_ip(settings, path, field):
+    settings.ACCOUNTS_RATE_LIMIT_IP = "2/m"
+    client = ApiClient(device_id="anonymous-1")
+
+    answers = [post_raw(client, "post", path, '{"' + field + '": ') for _ in range(3)]
+
+    assert [a.status_code for a in answers] == [400, 400, 429], [a.content for a in answers]
+    assert answers[0].json()["code"] == "MALFORMED_JSON"
+    assert json.loads(answers[2].content)["code"] == "RATE_LIMITED"
