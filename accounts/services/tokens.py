@@ -27,6 +27,7 @@ ROLE_ADAPTER = "ADAPTER"
 ROLE_USER = "USER"
 ROLE_PASSWORD_RESET_REQUIRED = "USER_PASSWORD_RESET_REQUIRED"  # noqa: S105 (a role)
 MAX_TOKEN_LENGTH = 4096
+MAX_EPOCH_SECONDS = 253402300800  # 10000-01-01: datetime's end
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,10 @@ def token_pair_issue(
     )
 
 
+def _whole_seconds(value: Any) -> bool:
+    return type(value) is int and 0 <= value < MAX_EPOCH_SECONDS
+
+
 def _verified(token_class: type[Token], raw: str) -> Claims:
     if not raw or len(raw) > MAX_TOKEN_LENGTH or not raw.isascii():
         raise TokenMalformed()
@@ -109,6 +114,15 @@ def _verified(token_class: type[Token], raw: str) -> Claims:
         raise TokenExpired() from None
     except TokenError:
         raise TokenMalformed() from None
+    except (TypeError, ValueError, OverflowError, OSError):
+        # Correctly signed, with a time claim that PyJWT lets through and no clock can hold (an
+        # exp of 1e20, a numeric string): simplejwt's datetime_from_epoch fails on it.
+        raise TokenMalformed() from None
+    # Only what token_pair_issue writes: whole seconds in exp and iat, and no nbf.
+    if not (_whole_seconds(payload.get("exp")) and _whole_seconds(payload.get("iat"))):
+        raise TokenMalformed()
+    if "nbf" in payload:
+        raise TokenMalformed()
     try:
         return Claims(
             user_id=int(payload["sub"]),

@@ -195,3 +195,59 @@ def test_issued_tokens_carry_the_contract_claims_and_header(consumer):
         "ADAPTER",
     )
     assert jwt.get_unverified_header(consumer.tokens["accessToken"])["alg"] == "HS256"
+
+
+PAST = int((datetime.now(UTC) - timedelta(days=1)).timestamp())
+FUTURE = int((datetime.now(UTC) + timedelta(days=1)).timestamp())
+ABSURD = [
+    1e20,
+    -1e20,
+    2**70,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    1.5,
+    "x",
+    [1],
+    {"a": 1},
+    None,
+    True,
+]
+
+
+def absurd_claims() -> list[Any]:
+    """(claim, value, codes it may answer): values PyJWT may let through to simplejwt."""
+    malformed, either = {"TOKEN_MALFORMED"}, {"TOKEN_MALFORMED", "TOKEN_EXPIRED"}
+    cases = [
+        pytest.param("exp", str(FUTURE), malformed, id="exp-numeric-string-future"),
+        pytest.param("exp", str(PAST), either, id="exp-numeric-string-past"),
+        pytest.param("iat", str(PAST), malformed, id="iat-numeric-string"),
+        pytest.param("nbf", PAST, malformed, id="nbf-past"),
+    ]
+    for claim in ("exp", "iat", "nbf"):
+        for value in ABSURD:
+            # An exp in the past, however it is written, may say so.
+            past = claim == "exp" and value in (-1e20, float("-inf"), 1.5, True)
+            cases.append(
+                pytest.param(claim, value, either if past else malformed, id=f"{claim}-{value!r}")
+            )
+    return cases
+
+
+@pytest.mark.parametrize(("claim", "value", "codes"), absurd_claims())
+@pytest.mark.parametrize("kind", ["access", "refresh"])
+def test_absurd_time_claims_in_a_correctly_signed_token_are_401_never_500(
+    consumer, claim, value, codes, kind
+):
+    claims = claims_of(consumer.tokens[f"{kind}Token"])
+    claims[claim] = value
+    token = signed(claims)
+
+    if kind == "access":
+        response = with_token(consumer, token)
+    else:
+        response = consumer.call("post", "/api/auth/refresh", {"refreshToken": token})
+
+    assert response.status_code == 401, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] in codes
