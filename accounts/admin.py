@@ -5,11 +5,17 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm, UsernameField
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
 
 from accounts.models import AuditEvent, Challenge, OutboxMessage, Session, SignInGate, User
 from accounts.services.accounts import (
@@ -20,6 +26,8 @@ from accounts.services.accounts import (
 )
 from accounts.services.adapters import adapter_password_rotate
 from accounts.services.audit import Kind, audit
+from accounts.services.lockout import gate_of
+from accounts.services.passwords import password_set_by_administrator
 from accounts.services.sessions import session_revoke, sessions_revoke_for_user
 
 
@@ -71,6 +79,7 @@ class UserAdmin(DjangoUserAdmin[User]):
             "Security",
             {
                 "fields": (
+                    "sign_in_lock",
                     "is_active",
                     "email_confirmed",
                     "two_factor_enabled",
@@ -84,7 +93,7 @@ class UserAdmin(DjangoUserAdmin[User]):
         ("Administration", {"fields": ("is_staff", "is_superuser", "groups", "user_permissions")}),
         ("Dates", {"fields": ("last_login", "date_joined")}),
     )
-    readonly_fields = ("password_changed_at", "last_login", "date_joined")
+    readonly_fields = ("sign_in_lock", "password_changed_at", "last_login", "date_joined")
     actions = [
         "require_password_change",
         "revoke_sessions",
@@ -95,6 +104,51 @@ class UserAdmin(DjangoUserAdmin[User]):
         "expire_account",
         "rotate_adapter_password",
     ]
+
+    @admin.display(description="Sign-in lock")
+    def sign_in_lock(self, user: User) -> str:
+        """The platform's lock (accounts.services.lockout), the one every sign-in door obeys:
+        the API, the cabinet and this administration."""
+        gate = gate_of(user=user) if user.pk else None
+        if gate is not None and gate.locked_until and gate.locked_until > timezone.now():
+            until = date_format(timezone.localtime(gate.locked_until), "Y-m-d H:i:s T")
+            # formaction: the button posts the change form's CSRF token to the unlock view.
+            return format_html(
+                'Locked until {} after {} wrong passwords in a row. <button type="submit" '
+                'formaction="{}" formnovalidate class="button">Unlock</button>',
+                until,
+                gate.failures,
+                reverse("admin:accounts_user_unlock", args=[user.pk]),
+            )
+        failures = gate.failures if gate is not None and gate.locked_until is None else 0
+        return f"Not locked ({failures} wrong passwords in a row)."
+
+    def get_urls(self) -> list[URLPattern]:
+        unlock = path(
+            "<int:user_id>/unlock/",
+            self.admin_site.admin_view(require_POST(self.unlock_view)),
+            name="accounts_user_unlock",
+        )
+        return [unlock, *super().get_urls()]
+
+    def unlock_view(self, request: HttpRequest, user_id: int) -> HttpResponse:
+        user = get_object_or_404(User, pk=user_id)
+        if not self.has_change_permission(request, user):
+            raise PermissionDenied
+        account_unlock(user=user, actor=_actor(request))
+        self.message_user(request, f"{user.username} is unlocked.")
+        return HttpResponseRedirect(reverse("admin:accounts_user_change", args=[user.pk]))
+
+    def user_change_password(
+        self, request: HttpRequest, id: str, form_url: str = ""
+    ) -> HttpResponse:
+        """Django's "Change password" form, followed by what every password change does."""
+        with transaction.atomic():
+            response = super().user_change_password(request, id, form_url)
+            if request.method == "POST" and response.status_code == 302:  # the form saved it
+                user = get_object_or_404(User, pk=id)
+                password_set_by_administrator(user=user, actor=_actor(request))
+        return response
 
     @admin.action(description="Require a password change (role USER_PASSWORD_RESET_REQUIRED)")
     def require_password_change(self, request: HttpRequest, queryset: QuerySet[User]) -> None:

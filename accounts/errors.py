@@ -37,6 +37,14 @@ class AccountDisabled(ApplicationError):
     default_detail = "The account is disabled."
 
 
+class StaffOnly(ApplicationError):
+    """The administration's door: the password was right, but the account is not staff."""
+
+    status = 403
+    code = "STAFF_ONLY"
+    default_detail = "Only staff accounts sign in to the administration."
+
+
 class AccountExpired(ApplicationError):
     status = 403
     code = "ACCOUNT_EXPIRED"

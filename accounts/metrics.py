@@ -5,7 +5,7 @@ from prometheus_client import Counter
 sign_ins = Counter(
     "platform_sign_ins",
     "Sign-in attempts by outcome (success, bad_credentials, locked, disabled, expired, "
-    "credentials_expired)",
+    "email_not_confirmed, credentials_expired, two_factor_required, staff_only)",
     ["outcome"],
 )
 lockouts = Counter("platform_account_lockouts", "Accounts locked by consecutive wrong passwords")

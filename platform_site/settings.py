@@ -54,7 +54,7 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "accounts.admin_site.PlatformAdminConfig",  # django.contrib.admin on the platform's gate
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

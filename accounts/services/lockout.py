@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
+from axes.utils import reset as axes_reset
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 from psycopg import errors
@@ -67,6 +68,13 @@ def gate_held(*, key: str) -> Iterator[Gate]:
         )
 
 
+def gate_of(*, user: User) -> SignInGate | None:
+    """The account's gate: its consecutive failures and lock (None before the first attempt)."""
+    return SignInGate.objects.filter(key=gate_key(user=user, kind="", identifier="")).first()
+
+
 def gate_unlock(*, user: User) -> None:
-    """An administrator's unlock, or a completed password reset."""
+    """An administrator's unlock, or a completed password reset. django-axes' record of the
+    account's failures goes too, so that no page shows a lock that no longer holds."""
     SignInGate.objects.filter(key=gate_key(user=user, kind="", identifier="")).delete()
+    axes_reset(username=user.username)

@@ -82,6 +82,15 @@ def password_change(
     return SignIn(user=user, session=session, tokens=tokens)
 
 
+@transaction.atomic
+def password_set_by_administrator(*, user: User, actor: User | None) -> None:
+    """What follows a password an administrator set (or made unusable) in the admin's "Change
+    password" form, which has saved it: like any other change, every session of the user ends,
+    and the change is audited. A requirement to change it stays as the administrator set it."""
+    sessions_revoke_for_user(user=user, reason="password_change")
+    audit(Kind.PASSWORD_CHANGED, user=user, actor=actor)
+
+
 def password_reset_request(*, email: str, request: HttpRequest | None) -> Started:
     """A reset code for the account of ``email``, if there is one. Unknown addresses get the same
     work and the same answer, with a challenge that no code confirms (contract section 4)."""

@@ -23,6 +23,7 @@ from accounts.errors import (
     BadCredentials,
     CredentialsExpired,
     EmailNotConfirmed,
+    StaffOnly,
     TwoFactorRequired,
 )
 from accounts.models import Challenge, Session, User
@@ -113,10 +114,15 @@ def sign_in(
     password: str,
     device: Device,
     request: HttpRequest | None,
+    staff_only: bool = False,
 ) -> SignIn:
     """Check, in the contract's order: lock, password, then the account's state
-    (:func:`sign_in_continue`)."""
+    (:func:`sign_in_continue`). ``staff_only`` is the administration's door: the same gate,
+    and StaffOnly (403) right after the password for an account that is not staff."""
     user = credentials_check(kind=kind, identifier=identifier, password=password, request=request)
+    if staff_only and not user.is_staff:
+        metrics.sign_ins.labels("staff_only").inc()
+        raise StaffOnly()
     return sign_in_continue(user=user, device=device, request=request)
 
 

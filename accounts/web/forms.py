@@ -29,6 +29,17 @@ class LoginForm(forms.Form):
     password = password_field(_("Password"), "current-password")
 
 
+class AdminLoginForm(forms.Form):
+    """The administration's sign-in form, with the field names Django's admin/login.html shows."""
+
+    username = forms.CharField(
+        label=_("E-mail or login"),
+        max_length=254,
+        widget=forms.TextInput(attrs={"autocomplete": "username", "autofocus": True}),
+    )
+    password = password_field(_("Password"), "current-password")
+
+
 class NewPasswordForm(forms.Form):
     """A new password typed twice."""
 

@@ -24,8 +24,11 @@ MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 # Paths a user whose administrator required a new password may still open.
 PASSWORD_CHANGE_ALLOWED = ("/settings/password", "/logout", "/static/", "/dev/outbox", "/i18n/")
-# Paths with their own authentication, untouched here.
-NOT_CABINET = ("/api/", "/actuator/", "/admin/")
+# Paths with their own authentication, untouched here. The administration is not among them:
+# staff sign in through the cabinet's gate (accounts.admin_site), so a revoked session or a
+# required password change reaches them there too.
+NOT_CABINET = ("/api/", "/actuator/")
+ADMIN_PREFIX = "/admin/"
 
 
 def web_sign_in(request: HttpRequest, result: SignIn) -> None:
@@ -46,13 +49,17 @@ def current_session_id(request: HttpRequest) -> str | None:
     return str(value) if value else None
 
 
-def after_sign_in_path(user: User) -> str:
-    """Where the seed's client goes next (seed 3.4)."""
+def after_sign_in_path(user: User, target: str | None = None) -> str:
+    """Where the client goes next (docs/cabinet.md): a required password change, then the
+    profile, then ``target`` (a page of this site the sign-in was asked for) or /bus. Staff on
+    their way to the administration need no profile."""
     if user.reset_password_required:
         return "/settings/password"
+    if target and user.is_staff and target.startswith(ADMIN_PREFIX):
+        return target
     if not (user.first_name and user.last_name and user.phone):
         return "/welcome"
-    return "/bus"
+    return target or "/bus"
 
 
 class CabinetSessionMiddleware:

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
@@ -35,6 +36,7 @@ from accounts.errors import (
     EmailTaken,
     PhoneRequired,
     ResendTooEarly,
+    StaffOnly,
     TwoFactorAlreadyEnabled,
     TwoFactorRequired,
 )
@@ -62,6 +64,7 @@ from accounts.services.sign_in import (
     sign_in_two_factor_confirm,
 )
 from accounts.web.forms import (
+    AdminLoginForm,
     ChangePasswordForm,
     CodeForm,
     LoginForm,
@@ -197,18 +200,20 @@ def _resend(request: HttpRequest, challenge: Challenge, user: User | None = None
         messages.success(request, _("A new code is on its way. The old one no longer works."))
 
 
+def _next(request: HttpRequest) -> str | None:
+    """The page the sign-in was asked for (``?next=``), if it is one of this site's."""
+    target = request.POST.get("next") or request.GET.get("next", "")
+    safe = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
+    return target if target and safe else None
+
+
 def _signed_in(request: HttpRequest, result: SignIn) -> HttpResponse:
     if result.user.kind != User.Kind.USER:  # adapters sign in over the API, not here
         sessions_revoke_for_user(user=result.user, reason="logout")
         messages.error(request, _("Adapters sign in over the exchange API, not in the cabinet."))
         return redirect("/login")
     web_sign_in(request, result)
-    target = request.GET.get("next", "")
-    next_path = after_sign_in_path(result.user)
-    safe = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
-    if target and safe and next_path == "/bus":  # the profile and a required change come first
-        return redirect(target)
-    return redirect(next_path)
+    return redirect(after_sign_in_path(result.user, _next(request)))
 
 
 def _sign_in_outcome(request: HttpRequest, form: forms.Form, attempt: Any) -> HttpResponse | None:
@@ -237,7 +242,12 @@ def _sign_in_outcome(request: HttpRequest, form: forms.Form, attempt: Any) -> Ht
         messages.warning(request, _("Your password has expired. Set a new one to sign in."))
         return redirect("/reset-password")
     except TwoFactorRequired as error:
-        return redirect(f"/login/two-factor?requestId={error.extra['requestId']}")
+        query = {"requestId": error.extra["requestId"]}
+        if target := _next(request):
+            query["next"] = target
+        return redirect(f"/login/two-factor?{urlencode(query)}")
+    except StaffOnly:
+        form.add_error(None, _("This account cannot sign in to the administration."))
     except RateLimited as error:
         form.add_error(None, _too_many(error))
     else:
@@ -245,30 +255,49 @@ def _sign_in_outcome(request: HttpRequest, form: forms.Form, attempt: Any) -> Ht
     return None
 
 
+def _password_sign_in(
+    request: HttpRequest, form: forms.Form, *, identifier: str, staff_only: bool = False
+) -> HttpResponse | None:
+    """The gate behind both sign-in forms, the cabinet's and the administration's: the API's
+    rate limits, the lock, the audit and the second factor. A redirect, or None with the form's
+    error set."""
+    kind: IdentifierKind = "email" if "@" in identifier else "username"
+
+    def attempt() -> SignIn:
+        _limited(request, f"{kind}:{identifier.strip().lower() if kind == 'email' else identifier}")
+        return sign_in(
+            kind=kind,
+            identifier=identifier,
+            password=form.cleaned_data["password"],
+            device=device_of(request),
+            request=request,
+            staff_only=staff_only,
+        )
+
+    return _sign_in_outcome(request, form, attempt)
+
+
 def login_page(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated and current_session_id(request):
         return redirect("/bus")
     form = LoginForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        identifier = form.cleaned_data["login"]
-        kind: IdentifierKind = "email" if "@" in identifier else "username"
-
-        def attempt() -> SignIn:
-            _limited(
-                request, f"{kind}:{identifier.strip().lower() if kind == 'email' else identifier}"
-            )
-            return sign_in(
-                kind=kind,
-                identifier=identifier,
-                password=form.cleaned_data["password"],
-                device=device_of(request),
-                request=request,
-            )
-
-        response = _sign_in_outcome(request, form, attempt)
+        response = _password_sign_in(request, form, identifier=form.cleaned_data["login"])
         if response is not None:
             return response
     return render(request, "cabinet/login.html", {"form": form})
+
+
+def admin_login_page(request: HttpRequest, *, context: dict[str, Any]) -> HttpResponse:
+    """The Django admin's sign-in page (accounts.admin_site), on the cabinet's gate for staff
+    accounts: five wrong passwords lock the same counter whichever door was used."""
+    form = AdminLoginForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        identifier = form.cleaned_data["username"]
+        response = _password_sign_in(request, form, identifier=identifier, staff_only=True)
+        if response is not None:
+            return response
+    return render(request, "admin/login.html", {**context, "form": form})
 
 
 def _sign_in_by_code(
