@@ -8,9 +8,12 @@ from django.contrib.auth.models import AbstractUser
 from django.contrib.auth.models import UserManager as DjangoUserManager
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
-from django.db.models.functions import Lower
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+
+from accounts import identifiers
+
+EMAIL_TAKEN_MESSAGE = "A user with this e-mail address already exists."
 
 
 def validate_e164(value: str) -> None:
@@ -60,6 +63,29 @@ class UserManager(DjangoUserManager["User"]):
     def get_queryset(self) -> UserQuerySet:
         return UserQuerySet(self.model, using=self._db)
 
+    # createsuperuser and scripts come through these: the address's canonical form with it.
+    def create_user(
+        self,
+        username: str,
+        email: str | None = None,
+        password: str | None = None,
+        **extra_fields: Any,
+    ) -> User:
+        address = self.normalize_email(email)
+        extra_fields.setdefault("email_canonical", identifiers.email_canonical(address or ""))
+        return super().create_user(username, address, password, **extra_fields)
+
+    def create_superuser(
+        self,
+        username: str,
+        email: str | None = None,
+        password: str | None = None,
+        **extra_fields: Any,
+    ) -> User:
+        address = self.normalize_email(email)
+        extra_fields.setdefault("email_canonical", identifiers.email_canonical(address or ""))
+        return super().create_superuser(username, address, password, **extra_fields)
+
 
 class User(AbstractUser):
     """Every principal: a cabinet user (a person) or an adapter (a client system) they own."""
@@ -77,8 +103,21 @@ class User(AbstractUser):
         related_name="adapters",
         help_text="The cabinet user who owns this adapter; empty for cabinet users.",
     )
-    # Unique case-insensitively (constraint below); empty for adapters, which have no address.
-    email = models.EmailField("e-mail address", blank=True)
+    # Empty for adapters, which have no address. Stored as typed, but only a plain address
+    # (accounts.identifiers): the same in NFKC, and no character that folds into others.
+    email = models.EmailField(
+        "e-mail address", blank=True, validators=[identifiers.validate_plain_email]
+    )
+    # The address as compared: unique, and set wherever the address is (constraints below).
+    # Whoever writes ``email`` writes this too: User.clean() for forms, the manager's
+    # create_user() and create_superuser(), and the services.
+    email_canonical = models.CharField(
+        max_length=512,
+        blank=True,
+        default="",
+        editable=False,
+        help_text="The e-mail address in canonical form (NFKC, case-folded): what is compared.",
+    )
     phone = models.CharField(
         max_length=16,
         blank=True,
@@ -102,10 +141,16 @@ class User(AbstractUser):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                Lower("email"),
-                condition=~models.Q(email=""),
-                name="accounts_user_email_unique_ci",
-                violation_error_message="A user with this e-mail address already exists.",
+                fields=["email_canonical"],
+                condition=~models.Q(email_canonical=""),
+                name="accounts_user_email_canonical_unique",
+                violation_error_message=EMAIL_TAKEN_MESSAGE,
+            ),
+            models.CheckConstraint(
+                condition=models.Q(email="", email_canonical="")
+                | (~models.Q(email="") & ~models.Q(email_canonical="")),
+                name="accounts_user_email_canonical_set",
+                violation_error_message="An e-mail address needs its canonical form.",
             ),
             models.CheckConstraint(
                 condition=(
@@ -127,7 +172,11 @@ class User(AbstractUser):
         self.password_changed_at = timezone.now()
 
     def clean(self) -> None:
-        super().clean()
+        super().clean()  # NFKC for the login; the domain of the address lower-cased
+        self.email_canonical = identifiers.email_canonical(self.email)
+        others = User.objects.exclude(pk=self.pk)
+        if self.email_canonical and others.filter(email_canonical=self.email_canonical).exists():
+            raise ValidationError({"email": EMAIL_TAKEN_MESSAGE})
         if self.kind == self.Kind.ADAPTER and self.owner_id is None:
             raise ValidationError({"owner": "An adapter needs an owner."})
         if self.kind == self.Kind.USER and self.owner_id is not None:

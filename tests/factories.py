@@ -6,6 +6,7 @@ from typing import Any
 import factory
 from django.contrib.auth.hashers import make_password
 
+from accounts.identifiers import email_canonical
 from accounts.models import User
 
 DEFAULT_PASSWORD = "correct-horse-battery-staple"
@@ -25,6 +26,7 @@ class UserFactory(factory.django.DjangoModelFactory[User]):
     kind = User.Kind.USER
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda user: f"{user.username}@example.com")
+    email_canonical = factory.LazyAttribute(lambda user: email_canonical(user.email))
     first_name = "Ada"
     last_name = "Lovelace"
     email_confirmed = True

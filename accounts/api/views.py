@@ -31,6 +31,7 @@ from accounts.api.serializers import (
 )
 from accounts.authentication import AuthenticatedRequest
 from accounts.devices import DEVICE_ID_HEADER, client_ip, device_of
+from accounts.identifiers import identifier_key
 from accounts.permissions import IsCabinetUser
 from accounts.selectors import AdapterSummary, adapters_for_owner
 from accounts.services.accounts import account_set_active
@@ -84,10 +85,8 @@ class AuthApi(RateLimitedApiMixin, APIView):
         # view's serializer answers the rest with 400 VALIDATION_FAILED.
         identifier = data.get(self.identifier_field) if isinstance(data, Mapping) else None
         if isinstance(identifier, str):
-            # E-mail addresses match whatever their case, logins exactly: so do their counters.
-            if self.identifier_field == "email":
-                identifier = identifier.strip().lower()
-            account = f"{self.identifier_field}:{identifier}"
+            # Counted as the account is found: e-mail addresses and logins in canonical form.
+            account = identifier_key(self.identifier_field, identifier)
             limits.append(Limit("auth-account", account, settings.ACCOUNTS_RATE_LIMIT_ACCOUNT))
         return limits
 

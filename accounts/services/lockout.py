@@ -21,6 +21,7 @@ from django.utils import timezone
 from psycopg import errors
 
 from accounts.errors import SignInBusy
+from accounts.identifiers import identifier_key
 from accounts.models import SignInGate, User
 
 LOCK_WAIT = "5s"
@@ -42,10 +43,11 @@ class Gate:
 
 
 def gate_key(*, user: User | None, kind: str, identifier: str) -> str:
-    """One key per account whichever identifier was typed; unknown identifiers get their own."""
+    """One key per account whichever identifier was typed; unknown identifiers get their own,
+    one for all the ways of writing them (accounts.identifiers)."""
     if user is not None:
         return f"user:{user.pk}"
-    return f"unknown:{kind}:{identifier}"[:300]
+    return f"unknown:{identifier_key(kind, identifier)}"[:300]
 
 
 @contextmanager

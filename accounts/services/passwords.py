@@ -95,10 +95,11 @@ def password_reset_request(*, email: str, request: HttpRequest | None) -> Starte
     """A reset code for the account of ``email``, if there is one. Unknown addresses get the same
     work and the same answer, with a challenge that no code confirms (contract section 4)."""
     user = user_for_identifier(kind="email", identifier=email)
-    pending = challenge_pending(purpose=Challenge.Purpose.PASSWORD_RESET, address=email)
+    # Codes go only to the stored address, however the typed one is written (look-alikes).
+    address = user.email if user is not None else email
+    pending = challenge_pending(purpose=Challenge.Purpose.PASSWORD_RESET, address=address)
     if pending is not None:
         return pending
-    address = user.email if user is not None else email
     with transaction.atomic():
         return challenge_start(purpose=Challenge.Purpose.PASSWORD_RESET, user=user, address=address)
 

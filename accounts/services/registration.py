@@ -10,6 +10,7 @@ from django.contrib.auth.hashers import make_password
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 
+from accounts import identifiers
 from accounts.devices import Device
 from accounts.errors import EmailTaken
 from accounts.models import Challenge, User
@@ -18,13 +19,14 @@ from accounts.services.challenges import Started, challenge_confirm, challenge_s
 from accounts.services.outbox import outbox_email
 from accounts.services.passwords import password_validate
 from accounts.services.sign_in import SignIn, sign_in_continue, user_for_identifier
+from platform_site.errors import ValidationFailed
 
 USERNAME_MAX_LENGTH = 150
 
 
 def _username_for(email: str) -> str:
-    """The e-mail address, lowercased, when it is free as a login; otherwise a generated one."""
-    candidate = email.lower()
+    """The address in canonical form when it is free as a login; otherwise a generated one."""
+    candidate = identifiers.email_canonical(email)
     if (
         len(candidate) <= USERNAME_MAX_LENGTH
         and not User.objects.filter(username=candidate).exists()
@@ -36,15 +38,24 @@ def _username_for(email: str) -> str:
 def register(*, email: str, password: str, request: HttpRequest | None) -> Started:
     """A new cabinet user with an unconfirmed e-mail and a code on its way there.
 
-    A taken address is 409 EMAIL_TAKEN, or, with ACCOUNTS_PREVENT_ENUMERATION, the same 200 as
-    any other registration (with a challenge no code can confirm) and an e-mail to the owner.
+    A taken address (the same in canonical form: accounts.identifiers) is 409 EMAIL_TAKEN, or,
+    with ACCOUNTS_PREVENT_ENUMERATION, the same 200 as any other registration (with a challenge
+    no code can confirm) and an e-mail to the owner. An address that is not plain is a 400
+    whether or not it is taken.
     """
+    if not identifiers.email_is_plain(email):
+        raise ValidationFailed({"email": [str(identifiers.LOOKALIKE_EMAIL)]})
     existing = user_for_identifier(kind="email", identifier=email)
     if existing is None:
         password_validate(password, user=User(email=email))
         try:
             with transaction.atomic():
-                user = User(username=_username_for(email), email=email, kind=User.Kind.USER)
+                user = User(
+                    username=_username_for(email),
+                    email=email,
+                    email_canonical=identifiers.email_canonical(email),
+                    kind=User.Kind.USER,
+                )
                 user.set_password(password)
                 user.save()
                 audit(Kind.REGISTERED, user=user, request=request)

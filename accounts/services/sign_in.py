@@ -10,11 +10,10 @@ from typing import Literal
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.signals import user_logged_in, user_login_failed
-from django.db.models.functions import Lower
 from django.http import HttpRequest
 from django.utils import timezone
 
-from accounts import metrics
+from accounts import identifiers, metrics
 from accounts.devices import Device
 from accounts.errors import (
     AccountDisabled,
@@ -44,14 +43,12 @@ class SignIn:
 
 
 def user_for_identifier(*, kind: IdentifierKind, identifier: str) -> User | None:
-    """E-mail addresses match whatever their case (cabinet users only); logins match exactly."""
+    """E-mail addresses match in canonical form (cabinet users only); logins match exactly, as
+    their NFKC form (accounts.identifiers)."""
     if kind == "email":
-        return (
-            User.objects.alias(email_lower=Lower("email"))
-            .filter(email_lower=identifier.lower(), kind=User.Kind.USER)
-            .first()
-        )
-    return User.objects.filter(username=identifier).first()
+        canonical = identifiers.email_canonical(identifier)
+        return User.objects.filter(email_canonical=canonical, kind=User.Kind.USER).first()
+    return User.objects.filter(username=identifiers.login_canonical(identifier)).first()
 
 
 def credentials_check(

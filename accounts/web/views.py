@@ -40,6 +40,7 @@ from accounts.errors import (
     TwoFactorAlreadyEnabled,
     TwoFactorRequired,
 )
+from accounts.identifiers import identifier_key
 from accounts.models import AuditEvent, Challenge, User
 from accounts.services.challenges import challenge_resend
 from accounts.services.passwords import (
@@ -264,7 +265,7 @@ def _password_sign_in(
     kind: IdentifierKind = "email" if "@" in identifier else "username"
 
     def attempt() -> SignIn:
-        _limited(request, f"{kind}:{identifier.strip().lower() if kind == 'email' else identifier}")
+        _limited(request, identifier_key(kind, identifier))
         return sign_in(
             kind=kind,
             identifier=identifier,
@@ -353,7 +354,7 @@ def register_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         email = form.cleaned_data["email"]
         try:
-            _limited(request, f"email:{email.strip().lower()}")
+            _limited(request, identifier_key("email", email))
             started = register(
                 email=email, password=form.cleaned_data["new_password"], request=request
             )
@@ -386,7 +387,7 @@ def reset_request_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         email = form.cleaned_data["email"]
         try:
-            _limited(request, f"email:{email.strip().lower()}")
+            _limited(request, identifier_key("email", email))
             started = password_reset_request(email=email, request=request)
         except RateLimited as error:
             form.add_error(None, _too_many(error))

@@ -6,10 +6,9 @@ import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db.models.functions import Lower
 
-from accounts.models import User
 from accounts.services.adapters import adapter_create
+from accounts.services.sign_in import user_for_identifier
 from platform_site.errors import ApplicationError
 
 
@@ -24,11 +23,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        owner = (
-            User.objects.alias(email_lower=Lower("email"))
-            .filter(email_lower=options["owner"].strip().lower(), kind=User.Kind.USER)
-            .first()
-        )
+        owner = user_for_identifier(kind="email", identifier=options["owner"])
         if owner is None:
             raise CommandError(f"No cabinet user has the e-mail address {options['owner']}.")
         try:

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from accounts.identifiers import email_canonical
 from accounts.models import User
 from accounts.services.adapters import adapter_create, adapter_password_rotate
 from accounts.services.passwords import password_generate
@@ -64,8 +65,10 @@ class Command(BaseCommand):
         )
 
     def _person(self, fields: dict[str, Any]) -> tuple[User, str]:
+        canonical = email_canonical(fields["email"])
         user, _ = User.objects.update_or_create(
-            username=fields["username"], defaults={**fields, "kind": User.Kind.USER}
+            username=fields["username"],
+            defaults={**fields, "email_canonical": canonical, "kind": User.Kind.USER},
         )
         password = password_generate()
         user.set_password(password)
