@@ -142,39 +142,40 @@ def url_with_database(url: str, database: str) -> str:
     return urlsplit(url)._replace(path="/" + database).geturl()
 
 
-def database_recreate(maintenance_url: str) -> None:
+def database_recreate(maintenance_url: str, database: str = BENCH_DATABASE) -> None:
     with psycopg.connect(maintenance_url, autocommit=True) as conn:
-        name = sql.Identifier(BENCH_DATABASE)
+        name = sql.Identifier(database)
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
 
 
-def database_prepare() -> tuple[str, str]:
-    """The bench database's URL, freshly created, and where it lives."""
+def database_prepare(database: str = BENCH_DATABASE) -> tuple[str, str]:
+    """The bench database's URL, freshly created, and where it lives. Each bench script may name
+    a database of its own, so that one does not drop another's."""
     configured = os.environ.get("DATABASE_URL")
     if configured:
         try:
-            database_recreate(url_with_database(configured, "postgres"))
+            database_recreate(url_with_database(configured, "postgres"), database)
         except psycopg.OperationalError:
-            database_recreate(configured)
-        return url_with_database(configured, BENCH_DATABASE), "DATABASE_URL's server"
+            database_recreate(configured, database)
+        return url_with_database(configured, database), "DATABASE_URL's server"
     from platform_site import embedded
 
-    url = embedded.server_start(pgdata=embedded.PGDATA, database=BENCH_DATABASE)
-    database_recreate(url_with_database(url, "postgres"))
+    url = embedded.server_start(pgdata=embedded.PGDATA, database=database)
+    database_recreate(url_with_database(url, "postgres"), database)
     return url, f"embedded PostgreSQL ({embedded.PGDATA})"
 
 
-def database_drop(url: str) -> None:
+def database_drop(url: str, database: str = BENCH_DATABASE) -> None:
     """Drop the bench database: its queues and delivery log can take a few GB."""
     for maintenance_url in (url_with_database(url, "postgres"), url):
         try:
             with psycopg.connect(maintenance_url, autocommit=True) as conn:
-                name = sql.Identifier(BENCH_DATABASE)
+                name = sql.Identifier(database)
                 conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
             return
         except psycopg.Error as error:
-            log(f"could not drop {BENCH_DATABASE} from {maintenance_url}: {error}")
+            log(f"could not drop {database} from {maintenance_url}: {error}")
 
 
 def child_env(database_url: str, **extra: str) -> dict[str, str]:

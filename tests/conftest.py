@@ -3,18 +3,28 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import dj_database_url
 import pytest
 from django.conf import settings
+from django.contrib.auth.hashers import get_hasher
 from django.core.cache import caches
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import translation
 
 from accounts.models import User
 from platform_site import embedded
+from tests.enumeration import (
+    ARGON2_HASHER,
+    RECORDING_HASHER,
+    RecordingArgon2PasswordHasher,
+    Work,
+    statement_shape,
+)
 from tests.factories import DEFAULT_PASSWORD, AdapterFactory, UserFactory
 
 
@@ -188,3 +198,31 @@ def cabinet(owner: User) -> ApiClient:
     assert response.status_code == 200, response.content
     client.tokens = response.json()
     return client
+
+
+@pytest.fixture
+def work_of(settings: Any, django_capture_on_commit_callbacks: Any) -> Callable[..., Work]:
+    """``work_of(call)`` makes the request ``call()`` and returns the work it did: the password
+    hashes it computed (with the real Argon2 hasher, recording), its SQL statements' shapes and
+    its on-commit callbacks (tests/enumeration.py)."""
+    assert settings.PASSWORD_HASHERS[0] == ARGON2_HASHER, "the recording hasher is Argon2's"
+    settings.PASSWORD_HASHERS = [RECORDING_HASHER, *settings.PASSWORD_HASHERS[1:]]
+    # get_hasher() reads a cache that the settings fixture's setting_changed signal clears.
+    hasher = get_hasher()
+    assert isinstance(hasher, RecordingArgon2PasswordHasher), hasher
+
+    def work_of(call: Callable[[], Any]) -> Work:
+        hasher.computed.clear()
+        with (
+            CaptureQueriesContext(connection) as queries,
+            django_capture_on_commit_callbacks() as callbacks,
+        ):
+            response = call()
+        return Work(
+            status=response.status_code,
+            hashing=list(hasher.computed),
+            statements=[statement_shape(query["sql"]) for query in queries.captured_queries],
+            on_commit=[callback.__qualname__ for callback in callbacks],
+        )
+
+    return work_of
