@@ -9,7 +9,7 @@ PROMTOOL := $(TOOLS)/prometheus/usr/bin/promtool
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install tools browser nginx lint typecheck pytest bench db-stop clean
+.PHONY: run test install tools browser nginx lint typecheck pytest screenshots bench db-stop clean
 
 run: export DEBUG ?= true
 run: install
@@ -58,6 +58,10 @@ typecheck: install
 # Uses DATABASE_URL when set; otherwise the suite starts the embedded PostgreSQL under .data/.
 pytest: install tools browser nginx
 	PROMTOOL=$(CURDIR)/$(PROMTOOL) $(BIN)/pytest
+
+# The cabinet's screenshots in docs/screenshots (docs/cabinet.md), by the browser tests.
+screenshots: install browser
+	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(BIN)/pytest tests/browser
 
 # The exchange benchmark (docs/performance.md): wrk is the HTTP load generator.
 bench: install

@@ -5,6 +5,7 @@ time: the live server's listen backlog is small."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# `make screenshots` renders docs/screenshots; otherwise the tests leave the checkout alone.
+SCREENSHOTS_DIR = os.environ.get("SCREENSHOTS_DIR")
 PHONE_WIDTH = 360
 DESKTOP_WIDTH = 1440
 HEIGHT = 900
@@ -61,11 +63,12 @@ class Screenshots:
     """Full-page screenshots at a phone's and a desktop's width, and the pages that scroll
     sideways on the phone."""
 
-    def __init__(self) -> None:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
         self.wider_than_the_phone: dict[str, int] = {}
 
     def take(self, page: Page, name: str) -> None:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(parents=True, exist_ok=True)
         for width in (PHONE_WIDTH, DESKTOP_WIDTH):
             page.set_viewport_size({"width": width, "height": HEIGHT})
             if width == PHONE_WIDTH:
@@ -73,7 +76,7 @@ class Screenshots:
                 if scroll_width > PHONE_WIDTH:
                     self.wider_than_the_phone[name] = scroll_width
             page.screenshot(
-                path=SCREENSHOTS / f"{name}-{width}.png",
+                path=self.folder / f"{name}-{width}.png",
                 full_page=True,
                 animations="disabled",
                 caret="hide",
@@ -81,8 +84,10 @@ class Screenshots:
 
 
 @pytest.fixture
-def screenshots() -> Screenshots:
-    return Screenshots()
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Screenshots:
+    if SCREENSHOTS_DIR:
+        return Screenshots(Path(SCREENSHOTS_DIR).resolve())
+    return Screenshots(tmp_path_factory.getbasetemp() / "screenshots")
 
 
 def sign_in(page: Page, login: str, password: str) -> None:
