@@ -16,6 +16,13 @@ from accounts.errors import InvalidDeviceId
 
 DEVICE_ID_HEADER = "X-Device-ID"
 _DEVICE_ID = re.compile(r"[\x20-\x7e]{1,128}")
+# The same rule, as the OpenAPI schema states it.
+DEVICE_ID_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 128,
+    "pattern": r"^[\x20-\x7e]+$",
+}
 
 
 @dataclass(frozen=True)

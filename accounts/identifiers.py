@@ -10,8 +10,9 @@ ss). Then every stored address that shares a canonical form with another differs
 case alone, and reaches the same mailbox: codes go only to the stored address, and its owner
 can always get in. The dotless i (U+0131) folds to itself: it and i make two addresses.
 
-Logins stay case-sensitive, but are stored in NFKC, and a typed login is read in NFKC (as
-Django's own sign-in form does), so that two look-alike logins cannot both exist.
+Logins stay case-sensitive, but are stored in NFKC (an adapter's login is ASCII; Django's forms
+and createsuperuser normalise the rest), and a typed login is read in NFKC, as Django's own
+sign-in form reads it, so that two look-alike logins cannot both exist.
 """
 
 from __future__ import annotations
@@ -24,10 +25,6 @@ from django.utils.translation import gettext_lazy as _
 LOOKALIKE_EMAIL = _(
     "Type the address in plain characters: it contains characters that stand for others "
     "(such as the Kelvin sign, a long s, full-width letters or ß)."
-)
-LOOKALIKE_LOGIN = _(
-    "Type the login in plain characters: it contains characters that stand for others "
-    "(such as full-width letters or ligatures)."
 )
 
 
@@ -63,8 +60,3 @@ def identifier_key(kind: str, identifier: str) -> str:
 def login_canonical(login: str) -> str:
     """The form a login is stored and looked up in: NFKC, case kept."""
     return _nfkc(login)
-
-
-def validate_plain_login(login: str) -> None:
-    if login_canonical(login) != login:
-        raise ValidationError(LOOKALIKE_LOGIN, code="lookalike_login")

@@ -30,6 +30,12 @@ class TooManyWaiting(RateLimited):
         super().__init__(retry_after_seconds=1)
 
 
+class RouteSenderNotFound(ApplicationError):
+    status = 404
+    code = "NOT_FOUND"
+    default_detail = "There is no adapter with this senderAdapterId."
+
+
 class RouteNotAllowed(ApplicationError):
     status = 400
     code = "VALIDATION_FAILED"

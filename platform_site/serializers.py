@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from django.core.validators import MaxValueValidator, MinValueValidator
 from rest_framework import serializers
@@ -12,16 +13,71 @@ UNKNOWN_FIELD = "unknown_field"
 BIGINT_MAX = 2**63 - 1
 
 
+def json_type_errors(field: serializers.Field[Any, Any, Any, Any], value: Any) -> Any:
+    """What is wrong with the JSON type of ``value`` for ``field`` (None when nothing is): the
+    field's own "invalid" message, or a dict of them by key or index for a list's or a dict's
+    items.
+
+    DRF coerces: 0 and "yes" pass as booleans, 12 as the string "12", 1e400 as "inf", an
+    integer as a UUID. The API says strings, booleans and integers in its schema and takes
+    exactly those.
+    """
+    if value is None:
+        return None  # the field's own null rule answers
+    if isinstance(field, serializers.BooleanField):
+        fits = isinstance(value, bool)
+    elif isinstance(field, serializers.IntegerField):
+        fits = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(field, serializers.CharField | serializers.UUIDField):
+        fits = isinstance(value, str)
+    elif isinstance(field, serializers.ListField) and isinstance(value, list):
+        items = {i: json_type_errors(field.child, item) for i, item in enumerate(value)}
+        return {i: error for i, error in items.items() if error is not None} or None
+    elif isinstance(field, serializers.DictField) and isinstance(value, dict):
+        items = {key: json_type_errors(field.child, item) for key, item in value.items()}
+        return {key: error for key, error in items.items() if error is not None} or None
+    else:
+        return None  # anything else checks its own type (a list, a dict, any JSON)
+    return None if fits else [field.error_messages["invalid"]]
+
+
+def _merged(first: Any, second: Any) -> Any:
+    """Two error details in one; ``first`` wins where both name the same field or item."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        keys = [*second, *(key for key in first if key not in second)]
+        return {
+            key: _merged(first[key], second[key])
+            if key in first and key in second
+            else first.get(key, second.get(key))
+            for key in keys
+        }
+    return first
+
+
+def _untrimmed(field: serializers.Field[Any, Any, Any, Any]) -> None:
+    """A string arrives as sent: trimming would turn " " into a blank that the schema's
+    minLength allows. Services trim where that is the rule (names, codes)."""
+    if isinstance(field, serializers.CharField):
+        field.trim_whitespace = False
+    elif isinstance(field, serializers.ListField | serializers.DictField):
+        _untrimmed(field.child)
+
+
 class Input(serializers.Serializer[Any]):
-    """Base of every request serializer: a field it does not declare is refused, never ignored.
+    """Base of every request serializer: a field it does not declare is refused, never ignored,
+    and a value of another JSON type than the field's is refused, never coerced.
 
     Integer fields without bounds get PostgreSQL's bigint range, so a huge number is a 400 here
     rather than a database error later.
     """
 
+    # Query parameters arrive as text: a serializer of them reads "5" as an integer.
+    strict_json_types: ClassVar[bool] = True
+
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         for field in fields.values():
+            _untrimmed(field)
             if isinstance(field, serializers.IntegerField):
                 if field.max_value is None:
                     field.validators.append(MaxValueValidator(BIGINT_MAX))
@@ -50,6 +106,20 @@ class Input(serializers.Serializer[Any]):
                         for name in unknown
                     }
                 )
+            mistyped = {
+                name: error
+                for name, field in self.fields.items()
+                if self.strict_json_types
+                and name in data
+                and (error := json_type_errors(field, data[name])) is not None
+            }
+            if mistyped:
+                # With whatever else is wrong, as DRF reports it: one answer names every error.
+                try:
+                    super().to_internal_value(data)
+                except serializers.ValidationError as error:
+                    raise serializers.ValidationError(_merged(mistyped, error.detail)) from None
+                raise serializers.ValidationError(mistyped)
         return super().to_internal_value(data)
 
 
@@ -107,3 +177,24 @@ def problem_responses(*statuses: int, **descriptions: str) -> dict[Any, Any]:
         )
         for status in statuses
     }
+
+
+def openapi_request_bodies_closed(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """drf-spectacular's postprocessing hook: the schema says what Input enforces.
+
+    Every request body is an Input, and its component (COMPONENT_SPLIT_REQUEST names it
+    ``...Request``) gets ``additionalProperties: false``, since an undeclared field is 400
+    UNKNOWN_FIELD; a generated client or a fuzzer then knows not to send one. Input's own
+    docstring, which drf-spectacular would give every such component, is dropped.
+    """
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request") and component.get("type") == "object":
+            component["additionalProperties"] = False
+            if component.get("description") == _INPUT_DESCRIPTION:
+                del component["description"]
+    return result
+
+
+_INPUT_DESCRIPTION = inspect.getdoc(Input)

@@ -384,6 +384,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # A PATCH body keeps its required fields (PATCH /api/users/adapters/{id} needs "active"):
+    # the Patched* components would drop them.
+    "COMPONENT_SPLIT_PATCH": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "platform_site.serializers.openapi_request_bodies_closed",
+    ],
 }
 
 # --- Operations: health, metrics, logs -----------------------------------------------------------

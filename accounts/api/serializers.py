@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.password_validation import (
+    MinimumLengthValidator,
+    get_default_password_validators,
+)
+from django.core.validators import MinLengthValidator
 from rest_framework import serializers
 
 from accounts.models import User
@@ -81,8 +86,13 @@ def login_success(user: User, tokens: TokenPair) -> dict[str, Any]:
     return {**tokens.as_json(), "userDto": user_dto(user)}
 
 
+class AdapterLoginField(serializers.CharField):
+    """An adapter's login: ASCII letters, digits and @.+-_ (accounts.services.adapters checks it;
+    accounts.schema states it)."""
+
+
 class AdapterCreateInput(Input):
-    login = serializers.CharField(max_length=150, required=False, trim_whitespace=False)
+    login = AdapterLoginField(max_length=150, required=False, trim_whitespace=False)
 
 
 class AdapterCredentialsOutput(serializers.Serializer[Any]):
@@ -132,9 +142,21 @@ class AdapterListOutput(serializers.Serializer[Any]):
 CODE_MAX_LENGTH = 16
 
 
-class NewPasswordInput(Input):
-    """A new password typed twice: ``confirmPassword`` must repeat ``password_field``."""
+class NewPasswordField(serializers.CharField):
+    """A password being set: Django's validators (accounts.services.passwords) judge it. Their
+    minimum length is checked here too, with their words, so that the schema states it."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False, **kwargs)
+        for validator in get_default_password_validators():
+            if isinstance(validator, MinimumLengthValidator):
+                self.validators.append(
+                    MinLengthValidator(validator.min_length, validator.get_error_message())
+                )
+
+
+# A new password typed twice: confirmPassword must repeat the field named by password_field.
+class NewPasswordInput(Input):
     password_field = "newPassword"  # noqa: S105 (a field name)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -147,8 +169,8 @@ class RegisterInput(NewPasswordInput):
     password_field = "password"  # noqa: S105 (a field name)
 
     email = serializers.EmailField(max_length=254)
-    password = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
-    confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    password = NewPasswordField()
+    confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH)
 
 
 class ChallengeOutput(serializers.Serializer[Any]):
@@ -178,8 +200,8 @@ class ResetPasswordInput(Input):
 
 
 class ResetPasswordConfirmInput(ConfirmInput, NewPasswordInput):
-    newPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
-    confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    newPassword = NewPasswordField()
+    confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH)
 
 
 class ConfirmedOutput(serializers.Serializer[Any]):
@@ -188,8 +210,8 @@ class ConfirmedOutput(serializers.Serializer[Any]):
 
 class ChangePasswordInput(NewPasswordInput):
     currentPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
-    newPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
-    confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    newPassword = NewPasswordField()
+    confirmPassword = serializers.CharField(max_length=PASSWORD_MAX_LENGTH)
 
 
 class ProfileInput(Input):

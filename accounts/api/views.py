@@ -30,7 +30,7 @@ from accounts.api.serializers import (
     login_success,
 )
 from accounts.authentication import AuthenticatedRequest
-from accounts.devices import DEVICE_ID_HEADER, client_ip, device_of
+from accounts.devices import DEVICE_ID_HEADER, DEVICE_ID_SCHEMA, client_ip, device_of
 from accounts.identifiers import identifier_key
 from accounts.permissions import IsCabinetUser
 from accounts.selectors import AdapterSummary, adapters_for_owner
@@ -56,7 +56,7 @@ from platform_site.timestamps import rfc3339
 
 DEVICE_HEADER = OpenApiParameter(
     DEVICE_ID_HEADER,
-    str,
+    DEVICE_ID_SCHEMA,
     OpenApiParameter.HEADER,
     description="Binds the session to a device or adapter instance (1..128 printable ASCII). "
     "Without it the session is bound to a fingerprint of User-Agent and client IP.",

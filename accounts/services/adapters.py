@@ -5,12 +5,11 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.contrib.auth.validators import ASCIIUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from accounts.errors import AdapterNotFound, LoginTaken
-from accounts.identifiers import validate_plain_login
 from accounts.models import User
 from accounts.services.passwords import password_generate
 from accounts.services.sessions import sessions_revoke_for_user
@@ -36,8 +35,7 @@ def adapter_create(*, owner: User, login: str | None = None) -> AdapterCredentia
         raise ValidationFailed({"owner": ["Only a cabinet user can own adapters."]})
     chosen = login or _login_generate()
     try:
-        UnicodeUsernameValidator()(chosen)
-        validate_plain_login(chosen)
+        ASCIIUsernameValidator()(chosen)
     except ValidationError as error:
         raise ValidationFailed({"login": list(error.messages)}) from None
     password = password_generate()

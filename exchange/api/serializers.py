@@ -7,6 +7,7 @@ import uuid
 from typing import Any, cast
 
 from django.http import QueryDict
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from platform_site.serializers import Input
@@ -17,17 +18,43 @@ MAX_HEADERS = 32
 
 
 class ReceiveInput(Input):
+    strict_json_types = False  # query parameters
     max = serializers.IntegerField(min_value=1, max_value=MAX_BATCH, default=1)
     waitSeconds = serializers.IntegerField(min_value=0, max_value=20, default=0)
     leaseSeconds = serializers.IntegerField(min_value=1, max_value=MAX_LEASE_SECONDS, default=30)
 
 
+@extend_schema_field(
+    {
+        "anyOf": [
+            {"type": "object", "additionalProperties": True},
+            {"type": "array", "items": {}},
+            {"type": "string"},
+            {"type": "number"},
+            {"type": "boolean"},
+        ],
+        "description": "Any JSON value but null, up to EXCHANGE_MAX_PAYLOAD_BYTES.",
+    }
+)
+class PayloadField(serializers.JSONField):
+    """A message's payload: any JSON value but null (the view refuses null)."""
+
+
+# What receipt_parse reads: base64url of 32 bytes, without padding.
+RECEIPT_HANDLE_PATTERN = r"^[A-Za-z0-9_-]{43}$"
+
+
+@extend_schema_field(
+    {"type": "string", "pattern": RECEIPT_HANDLE_PATTERN, "minLength": 43, "maxLength": 43}
+)
+class ReceiptHandleField(serializers.CharField):
+    pass
+
+
 class SendInput(Input):
     to = serializers.IntegerField(min_value=1, help_text="The recipient's adapterId.")
     type = serializers.CharField(max_length=128)
-    payload = serializers.JSONField(
-        help_text="Any JSON value but null, up to EXCHANGE_MAX_PAYLOAD_BYTES."
-    )
+    payload = PayloadField()
     headers = serializers.DictField(
         child=serializers.CharField(max_length=1024, allow_blank=True), required=False, default=dict
     )
@@ -165,14 +192,14 @@ class ResultsOutput(serializers.Serializer[Any]):
 
 class ReleaseInput(Input):
     receiptHandles = serializers.ListField(
-        child=serializers.CharField(max_length=64), min_length=1, max_length=MAX_BATCH
+        child=ReceiptHandleField(max_length=64), min_length=1, max_length=MAX_BATCH
     )
     delaySeconds = serializers.IntegerField(min_value=0, max_value=MAX_LEASE_SECONDS, default=0)
 
 
 class LeaseInput(Input):
     receiptHandles = serializers.ListField(
-        child=serializers.CharField(max_length=64), min_length=1, max_length=MAX_BATCH
+        child=ReceiptHandleField(max_length=64), min_length=1, max_length=MAX_BATCH
     )
     leaseSeconds = serializers.IntegerField(min_value=1, max_value=MAX_LEASE_SECONDS)
 

@@ -50,7 +50,7 @@ from platform_site.timestamps import rfc3339
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
-    str,
+    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[\x21-\x7e]+$"},
     OpenApiParameter.HEADER,
     description="1..255 printable ASCII characters. A replay with the same body answers 200 with "
     "the first messageId and duplicate: true; with another body, 409 IDEMPOTENCY_KEY_REUSED.",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from accounts.models import User
-from exchange.errors import RouteNotAllowed
+from exchange.errors import RouteNotAllowed, RouteSenderNotFound
 from exchange.models import Route
 from platform_site.errors import NotFound
 
@@ -15,7 +15,7 @@ def route_grant(*, recipient: User, sender_id: int, granted_by: User) -> tuple[R
     """Let adapter ``sender_id`` send to ``recipient``; granting twice changes nothing."""
     sender = User.objects.filter(pk=sender_id, kind=User.Kind.ADAPTER).first()
     if sender is None:
-        raise RouteNotAllowed("There is no adapter with this id.")
+        raise RouteSenderNotFound()
     if sender.pk == recipient.pk:
         raise RouteNotAllowed("An adapter needs no route to itself.")
     return Route.objects.get_or_create(

@@ -115,22 +115,25 @@ def test_granting_and_withdrawing_a_route(cabinet, adapter):
     assert not Route.objects.exists()
 
 
-@pytest.mark.parametrize(
-    ("sender", "message"),
-    [
-        (999_999, "There is no adapter with this id."),
-        ("self", "An adapter needs no route to itself."),
-    ],
-)
-def test_a_route_needs_another_existing_adapter(cabinet, adapter, sender, message):
-    sender_id = adapter.pk if sender == "self" else sender
-
+def test_a_route_needs_another_adapter(cabinet, adapter):
     response = cabinet.call(
-        "post", f"/api/users/adapters/{adapter.pk}/routes", {"senderAdapterId": sender_id}
+        "post", f"/api/users/adapters/{adapter.pk}/routes", {"senderAdapterId": adapter.pk}
     )
 
     assert response.status_code == 400
-    assert response.json()["errors"] == {"senderAdapterId": [message]}
+    assert response.json()["errors"] == {
+        "senderAdapterId": ["An adapter needs no route to itself."]
+    }
+
+
+def test_a_route_from_an_adapter_that_does_not_exist_is_404(cabinet, adapter):
+    response = cabinet.call(
+        "post", f"/api/users/adapters/{adapter.pk}/routes", {"senderAdapterId": 999_999}
+    )
+
+    assert response.status_code == 404
+    assert response.json()["code"] == "NOT_FOUND"
+    assert response.json()["detail"] == "There is no adapter with this senderAdapterId."
 
 
 @pytest.mark.parametrize(

@@ -60,6 +60,12 @@ def principals(owner: Any, adapter: Any, consumer: ApiClient, cabinet: ApiClient
     return client_for, ids
 
 
+def as_json(value: Any) -> str:
+    """JSON text of ``value``, with an infinite float written as the number 1e400 (which
+    Python's JSON reads as inf), as an attacker would send it."""
+    return json.dumps(value).replace("Infinity", "1e400")
+
+
 def post_raw(client: ApiClient, method: str, path: str, body: str) -> Any:
     return getattr(client, method)(
         path, data=body, content_type="application/json", **client._headers({})
@@ -129,3 +135,125 @@ def test_a_malformed_body_still_counts_against_the_client_ip(settings, path, fie
     assert [a.status_code for a in answers] == [400, 400, 429], [a.content for a in answers]
     assert answers[0].json()["code"] == "MALFORMED_JSON"
     assert json.loads(answers[2].content)["code"] == "RATE_LIMITED"
+
+
+WRONG_TYPES = {
+    "string": [0, 1e400, True, ["x"], {"x": "y"}],
+    "integer": ["12", 12.0, 1.5, True, [1]],
+    "boolean": [0, 1, "true", "yes", [True]],
+}
+
+
+def request_properties(schema: dict[str, Any], operation: dict[str, Any]) -> dict[str, Any]:
+    content = operation["requestBody"]["content"]["application/json"]["schema"]
+    name = content["$ref"].rsplit("/", 1)[1]
+    properties: dict[str, Any] = schema["components"]["schemas"][name]["properties"]
+    return properties
+
+
+def test_every_request_body_is_closed_in_the_schema_as_the_server_closes_it(schema):
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            if "requestBody" not in operation:
+                continue
+            content = operation["requestBody"]["content"]["application/json"]["schema"]
+            name = content["$ref"].rsplit("/", 1)[1]
+            component = schema["components"]["schemas"][name]
+            assert component["additionalProperties"] is False, (method, path)
+            assert "Base of every request serializer" not in component.get("description", "")
+
+
+def test_every_string_integer_and_boolean_field_refuses_another_json_type(
+    schema, principals, settings
+):
+    settings.ACCOUNTS_RATE_LIMIT_IP = settings.ACCOUNTS_RATE_LIMIT_USER = "10000/m"
+    settings.EXCHANGE_RATE_LIMIT = "10000/m"
+    client_for, ids = principals
+    checked = 0
+    for template, item in schema["paths"].items():
+        for method, operation in item.items():
+            if "requestBody" not in operation:
+                continue
+            for field, spec in request_properties(schema, operation).items():
+                for value in WRONG_TYPES.get(spec.get("type"), []):
+                    path = template.format(**ids)
+                    response = post_raw(client_for(template), method, path, as_json({field: value}))
+
+                    where = (method, path, field, value)
+                    assert response.status_code == 400, (where, response.content)
+                    assert field in response.json().get("errors", {}), (where, response.json())
+                    checked += 1
+    assert checked > 100
+
+
+MESSAGES = {
+    "active": "Must be a valid boolean.",
+    "lastName": "Not a valid string.",
+    "firstName": "Not a valid string.",
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/users/adapters/{adapter_id}", {"active": 0}, "active"),
+        ("/api/users/me", {"lastName": 0}, "lastName"),
+        ("/api/users/me", {"firstName": 1e400}, "firstName"),
+    ],
+)
+def test_coercions_the_fuzzer_found_are_refused_and_store_nothing(
+    principals, owner, adapter, path, body, field
+):
+    client_for, ids = principals
+
+    response = post_raw(client_for(path), "patch", path.format(**ids), as_json(body))
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "VALIDATION_FAILED"
+    assert response.json()["errors"][field] == [MESSAGES[field]]
+    owner.refresh_from_db()
+    adapter.refresh_from_db()
+    assert (owner.first_name, owner.last_name, adapter.is_active) == ("Ada", "Lovelace", True)
+
+
+def test_a_string_header_value_stays_strict_inside_a_dict(consumer, adapter):
+    body = {"to": adapter.pk, "type": "t", "payload": {}, "headers": {"trace": 1}}
+
+    response = consumer.call("post", "/api/exchange/messages", body)
+
+    assert response.status_code == 400
+    assert response.json()["errors"] == {"headers.trace": ["Not a valid string."]}
+
+
+def test_a_patch_body_keeps_its_required_fields_in_the_schema(schema):
+    operation = schema["paths"]["/api/users/adapters/{adapter_id}"]["patch"]
+    content = operation["requestBody"]["content"]["application/json"]["schema"]
+    component = schema["components"]["schemas"][content["$ref"].rsplit("/", 1)[1]]
+
+    assert component["required"] == ["active"]
+
+
+def test_the_headers_rules_are_in_the_schema(schema):
+    login = schema["paths"]["/api/auth/login/username"]["post"]["parameters"]
+    send = schema["paths"]["/api/exchange/messages"]["post"]["parameters"]
+    device = next(p for p in login if p["name"] == "X-Device-ID")["schema"]
+    key = next(p for p in send if p["name"] == "Idempotency-Key")["schema"]
+
+    assert (device["minLength"], device["maxLength"]) == (1, 128)
+    assert (key["minLength"], key["maxLength"]) == (1, 255)
+
+
+def test_a_string_is_taken_as_sent_and_not_trimmed_into_a_blank(consumer, adapter):
+    body = {"to": adapter.pk, "type": " ", "payload": {}}
+
+    sent = consumer.call("post", "/api/exchange/messages", body)
+    received = consumer.call("get", "/api/exchange/messages")
+
+    assert sent.status_code == 201, sent.content
+    assert received.json()["messages"][0]["type"] == " "
+
+
+def test_names_are_still_stored_trimmed_by_the_profile_service(cabinet, owner):
+    response = cabinet.call("patch", "/api/users/me", {"firstName": "  Grace  "})
+
+    assert response.json()["firstName"] == "Grace"

@@ -1,0 +1,371 @@
+"""Schemathesis against the live platform: every operation of /api/schema/, sent valid and invalid
+requests, answers as its schema and the contract say.
+
+The server is real gunicorn with two workers over a private PostgreSQL, and the schema is the one
+it serves. Each operation gets the coverage phase's boundary cases and FUZZ_EXAMPLES generated
+requests, derandomized (the same cases on every run; SEED for whatever still draws), and every
+answer passes the six checks of CHECKS: no server error, a documented status, a documented content
+type, a body matching its schema, invalid data rejected, valid data accepted. pytest reports one
+subtest per operation; a failure names the check and shows the answer and a curl command that
+repeats the request. Under a minute on two cores.
+
+Each operation runs as the principal the contract gives it: /api/exchange/* as a signed-in adapter
+whose queue is stocked (a long poll answers at once), /api/users/* as a cabinet user with a
+confirmed e-mail, a complete profile and adapters to manage, /api/auth/* without a token. Half of
+the generated ids are real ones (fuzzer_config), so the operations on one adapter or message reach
+it instead of answering 404.
+
+Nothing is excluded, and the fuzzer never ends a session it runs on: its adapter belongs to another
+owner, so the cabinet user's rotations, disablings and deletions of adapters cannot reach it; logout
+and refresh take refresh tokens, which the fuzzer never sees; a password change needs the current
+password, which it never sees either. Only ``DELETE /api/users/sessions/{session_id}`` can end a
+session it holds (the ids are in ``GET /api/users/sessions``, whose answers it reuses), so that one
+runs as a cabinet user of its own, signed in afresh for every request.
+
+What JSON Schema cannot say is configured here, each with its reason: LOCKED (the fuzzer's own
+wrong passwords lock accounts), CONTRACT_REJECTIONS and UNSTATABLE_RULES (schema-valid requests the
+contract refuses), repeat_the_new_password (a rule between two fields), and the generation
+settings of CONFIG.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+import schemathesis
+from schemathesis.core.result import Ok
+from schemathesis.openapi.checks import RejectedPositiveData
+from schemathesis.specs.openapi.schemas import OpenApiSchema
+
+from tests.stack.conftest import Gunicorn, StackDatabase
+from tests.stack.processes import running_gunicorn
+
+pytestmark = pytest.mark.stack
+
+SEED = 20261121
+# Generated requests per operation, on top of the coverage phase's fixed boundary cases.
+FUZZ_EXAMPLES = 20
+CHECKS = (
+    "not_a_server_error",
+    "status_code_conformance",
+    "content_type_conformance",
+    "response_schema_conformance",
+    "negative_data_rejection",
+    "positive_data_acceptance",
+)
+# 423 ACCOUNT_LOCKED answers any request that carries a password for a locked account
+# (docs/users-api.md, section 5; documented on those operations), whatever else is wrong with it:
+# the fuzzer types wrong passwords for the logins it reads in answers, and locks them.
+LOCKED = "423"
+POSITIVE_DATA_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", LOCKED, "429", "5xx"]
+NEGATIVE_DATA_STATUSES = [
+    "400", "401", "403", "404", "405", "406", "409", "415", "422", LOCKED, "428", "429", "5xx",
+]  # fmt: skip
+# Problem codes the contract answers a schema-valid request with, because what is wrong is not in
+# the request's shape: positive_data_acceptance does not count them as valid data rejected.
+CONTRACT_REJECTIONS = {
+    # A confirmation code or requestId the fuzzer cannot know (docs/users-api.md, section 2).
+    "CODE_INVALID",
+    "CODE_EXPIRED",
+    # Turning on two-factor sign-in needs a phone, which the fuzzer may just have removed with
+    # PATCH /api/users/me (docs/users-api.md, section 4).
+    "PHONE_REQUIRED",
+}
+# VALIDATION_FAILED messages for rules JSON Schema cannot state: a 400 whose messages are all of
+# these is not valid data rejected either. Lengths, patterns and required fields are not here: the
+# schema can say them.
+UNSTATABLE_RULES = {
+    # The fuzzer never knows the current password.
+    "The current password is wrong.",
+    # Django's password validators beyond the length (docs/users-api.md, section 1).
+    "This password is too common.",
+    "This password is entirely numeric.",
+    # phonenumbers decides whether a number exists.
+    "Enter a phone number in international format, such as +4915112345678.",
+    # OpenAPI 3.0 has no propertyNames to bound the names of a message's headers.
+    "Header names are 1 to 64 characters.",
+    # senderAdapterId equal to the path's adapter_id: a rule between the path and the body.
+    "An adapter needs no route to itself.",
+}
+UNSTATABLE_PREFIXES = ("The password is too similar to the ",)
+CONFIG: dict[str, Any] = {
+    "seed": SEED,
+    "generation": {
+        "deterministic": True,
+        "max-examples": FUZZ_EXAMPLES,
+        # Nothing written into the checkout; a failure reproduces from the seed alone.
+        "database": "none",
+        # A NUL is 400 MALFORMED_JSON (docs/users-api.md, conventions): PostgreSQL text cannot hold one,
+        # and JSON Schema's strings cannot exclude it.
+        "allow-x00": False,
+    },
+    "checks": {
+        "enabled": False,
+        **{name: {"enabled": True} for name in CHECKS},
+        "positive_data_acceptance": {"enabled": True, "expected-statuses": POSITIVE_DATA_STATUSES},
+        "negative_data_rejection": {"enabled": True, "expected-statuses": NEGATIVE_DATA_STATUSES},
+    },
+    # The tokens are this run's own: a failure shows the exact request to repeat.
+    "output": {"sanitization": {"enabled": False}},
+    # Above the longest long poll (20 s).
+    "request-timeout": 30,
+}
+# Of each generated id, the share replaced by a real one.
+REAL_ID_SHARE = 0.5
+
+PASSWORD = "a-long-and-unusual-passphrase"
+DEVICE = "schemathesis"
+ADAPTER = "fuzzed-adapter"
+CABINET_USER = "fuzzed-user@example.com"
+# Signs in afresh for every DELETE /api/users/sessions/{session_id} (see the module docstring).
+SESSION_ENDER = "session-ender@example.com"
+CABINET_ADAPTERS = 5
+# Enough that the fuzzer's ACKs and delayed NACKs never empty the queue.
+STOCKED_MESSAGES = 1000
+KNOWN_MESSAGES = 20
+
+
+@pytest.fixture(scope="module")
+def live_platform(
+    stack_database: StackDatabase, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Gunicorn]:
+    """gunicorn out of the fuzzer's way: every request comes from 127.0.0.1 for a few principals,
+    so the default rate limits would answer 429 instead; and a message the fuzzer receives again
+    and again never reaches the dead letters, so its queue never runs dry."""
+    env = {
+        "ACCOUNTS_RATE_LIMIT_IP": "1000000/m",
+        "ACCOUNTS_RATE_LIMIT_ACCOUNT": "1000000/m",
+        "ACCOUNTS_RATE_LIMIT_USER": "1000000/m",
+        "EXCHANGE_RATE_LIMIT": "1000000/m",
+        "EXCHANGE_MAX_DELIVERIES": "1000000",
+    }
+    with running_gunicorn(stack_database, tmp_path_factory.mktemp("schemathesis"), env) as server:
+        yield server
+
+
+@dataclass(frozen=True)
+class Principal:
+    identifier: str
+    login_path: str
+    login_field: str
+
+    def sign_in(self, base_url: str) -> str:
+        answer = httpx.post(
+            f"{base_url}{self.login_path}",
+            json={self.login_field: self.identifier, "password": PASSWORD},
+            headers={"X-Device-ID": DEVICE},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        token: str = answer.json()["accessToken"]
+        return token
+
+
+ADAPTER_PRINCIPAL = Principal(ADAPTER, "/api/auth/login/username", "username")
+CABINET_PRINCIPAL = Principal(CABINET_USER, "/api/auth/login/email", "email")
+SESSION_ENDER_PRINCIPAL = Principal(SESSION_ENDER, "/api/auth/login/email", "email")
+
+
+@dataclass(frozen=True)
+class World:
+    """The real ids the fuzzer draws from."""
+
+    cabinet_adapter_ids: list[int]
+    # For DELETE /api/users/adapters/{adapter_id} alone, so the others keep theirs.
+    doomed_adapter_ids: list[int]
+    message_ids: list[str]
+
+
+def create_world(database: StackDatabase) -> World:
+    """The cabinet users (the fuzzed one with adapters to manage), and the fuzzed adapter under an
+    owner of its own, with a stocked queue."""
+    created = json.loads(
+        database.shell(
+            "import json\n"
+            "from accounts.models import User\n"
+            "from accounts.services.adapters import adapter_create\n"
+            "def cabinet_user(email):\n"
+            "    return User.objects.create_user(\n"
+            f"        username=email.split('@')[0], email=email, password={PASSWORD!r},\n"
+            "        first_name='Ada', last_name='Lovelace', phone='+4915112345678',\n"
+            "        email_confirmed=True,\n"
+            "    )\n"
+            f"user = cabinet_user({CABINET_USER!r})\n"
+            f"adapter_ids = [adapter_create(owner=user).adapter_id for _ in range({2 * CABINET_ADAPTERS})]\n"
+            f"cabinet_user({SESSION_ENDER!r})\n"
+            "owner = cabinet_user('adapter-owner@example.com')\n"
+            "adapter = User.objects.create_user(\n"
+            f"    username={ADAPTER!r}, password={PASSWORD!r}, kind=User.Kind.ADAPTER, owner=owner\n"
+            ")\n"
+            "print(json.dumps({'adapter': adapter.pk, 'cabinet_adapters': adapter_ids}))\n"
+        )
+    )
+    with psycopg.connect(database.url, autocommit=True) as conn:
+        stocked = conn.execute(
+            "INSERT INTO exchange_message (message_id, recipient_id, type, payload, headers, receive_count) "
+            "SELECT gen_random_uuid(), %s, 'stock', jsonb_build_object('n', n), '{}', 0 "
+            "FROM generate_series(1, %s) AS n RETURNING message_id",
+            [created["adapter"], STOCKED_MESSAGES],
+        ).fetchall()
+    adapter_ids: list[int] = created["cabinet_adapters"]
+    return World(
+        cabinet_adapter_ids=adapter_ids[:CABINET_ADAPTERS],
+        doomed_adapter_ids=adapter_ids[CABINET_ADAPTERS:],
+        message_ids=[str(message_id) for (message_id,) in stocked[:KNOWN_MESSAGES]],
+    )
+
+
+def fuzzer_config(world: World) -> schemathesis.Config:
+    """CONFIG, with REAL_ID_SHARE of the generated ids drawn from ``world`` (schemathesis'
+    dictionaries: a valid case stays valid, an invalid one invalid)."""
+
+    def real(dictionary: str) -> dict[str, Any]:
+        return {"dictionary": dictionary, "probability": REAL_ID_SHARE}
+
+    return schemathesis.Config.from_dict(
+        {
+            **CONFIG,
+            "dictionaries": {
+                "adapters": {"values": world.cabinet_adapter_ids},
+                "doomed": {"values": world.doomed_adapter_ids},
+                "messages": {"values": world.message_ids},
+            },
+            "parameters": {
+                "path.adapter_id": real("adapters"),
+                "path.sender_id": real("adapters"),
+                "body.senderAdapterId": real("adapters"),
+                "path.message_id": real("messages"),
+            },
+            "operations": [
+                {
+                    "include-method": "DELETE",
+                    "include-path": "/api/users/adapters/{adapter_id}",
+                    "parameters": {"path.adapter_id": real("doomed")},
+                }
+            ],
+        }
+    )
+
+
+def bearer_auth(principal: Principal, base_url: str) -> type:
+    """An auth provider signing ``principal`` in. Its session is bound to DEVICE, so a request
+    without an X-Device-ID of its own carries that one."""
+
+    class BearerAuth:
+        def get(self, case: schemathesis.Case[Any], context: schemathesis.AuthContext) -> str:
+            return principal.sign_in(base_url)
+
+        def set(
+            self, case: schemathesis.Case[Any], data: str, context: schemathesis.AuthContext
+        ) -> None:
+            case.headers["Authorization"] = f"Bearer {data}"
+            case.headers.setdefault("X-Device-ID", DEVICE)
+
+    BearerAuth.__name__ = f"BearerAuth({principal.identifier})"
+    return BearerAuth
+
+
+def is_the_contract_kept(
+    context: schemathesis.HookContext,
+    failure: Any,
+    case: schemathesis.Case[Any],
+    response: schemathesis.Response,
+) -> bool:
+    """filter_failure: keep every failure but a 400 to valid data that the contract prescribes."""
+    if not isinstance(failure, RejectedPositiveData) or response.status_code != 400:
+        return True
+    try:
+        problem = json.loads(response.content)
+    except ValueError:
+        return True
+    if not isinstance(problem, dict):
+        return True
+    if problem.get("code") in CONTRACT_REJECTIONS:
+        return False
+    messages = [message for field in (problem.get("errors") or {}).values() for message in field]
+    return problem.get("code") != "VALIDATION_FAILED" or not all(
+        message in UNSTATABLE_RULES or message.startswith(UNSTATABLE_PREFIXES)
+        for message in messages
+    )
+
+
+def run_as_the_contract_says(schema: OpenApiSchema, base_url: str) -> OpenApiSchema:
+    """``schema`` with each operation's principal signed in and is_the_contract_kept judging."""
+    # The first provider whose filter matches signs a request in; /api/auth/* match none.
+    # retry_on=[]: a 401 is never retried with a new token, so a session that dies mid-run shows.
+    schema.auth(refresh_interval=None, retry_on=[]).apply_to(
+        method="DELETE", path="/api/users/sessions/{session_id}"
+    )(bearer_auth(SESSION_ENDER_PRINCIPAL, base_url))
+    schema.auth(refresh_interval=600, retry_on=[]).apply_to(path_regex="^/api/users/")(
+        bearer_auth(CABINET_PRINCIPAL, base_url)
+    )
+    schema.auth(refresh_interval=600, retry_on=[]).apply_to(path_regex="^/api/exchange/")(
+        bearer_auth(ADAPTER_PRINCIPAL, base_url)
+    )
+    schema.hook("filter_failure")(is_the_contract_kept)
+    return schema
+
+
+@pytest.fixture(scope="module")
+def live_schema(live_platform: Gunicorn, stack_database: StackDatabase) -> OpenApiSchema:
+    world = create_world(stack_database)
+    schema = schemathesis.openapi.from_url(
+        f"{live_platform.base_url}/api/schema/", config=fuzzer_config(world)
+    )
+    return run_as_the_contract_says(schema, live_platform.base_url)
+
+
+@pytest.fixture(autouse=True)
+def quiet_sign_ins(caplog: pytest.LogCaptureFixture) -> None:
+    """A failure's captured log without a line for every sign-in of the auth providers."""
+    caplog.set_level(logging.WARNING, logger="httpx")
+
+
+def repeat_the_new_password(case: schemathesis.Case[Any]) -> None:
+    """A valid body repeats its new password in confirmPassword (docs/users-api.md, section 1), a rule
+    between two fields that JSON Schema cannot state."""
+    body = case.body
+    if case.meta is None or not case.meta.generation.mode.is_positive:
+        return
+    if isinstance(body, dict) and "confirmPassword" in body:
+        new_password = body.get("password", body.get("newPassword"))
+        if new_password is not None:
+            body["confirmPassword"] = new_password
+
+
+schema = schemathesis.pytest.from_fixture("live_schema")
+
+
+# Cases sent, by operation: the test after the fuzzing checks that none was left out.
+SENT: Counter[str] = Counter()
+
+
+@schema.parametrize()
+def test_every_operation_answers_as_its_schema_and_the_contract_say(
+    case: schemathesis.Case[Any],
+) -> None:
+    repeat_the_new_password(case)
+    SENT[f"{case.operation.method.upper()} {case.operation.path}"] += 1
+    case.call_and_validate()
+
+
+def test_every_operation_of_the_schema_was_fuzzed(live_schema: OpenApiSchema) -> None:
+    operations = set()
+    for result in live_schema.get_all_operations():
+        assert isinstance(result, Ok), result  # the schema itself is valid
+        operations.add(f"{result.ok().method.upper()} {result.ok().path}")
+
+    assert set(SENT) == operations, "run the whole module: the fuzzing comes first"
+    assert min(SENT.values()) >= FUZZ_EXAMPLES
+    # What the closing summary of a run shows with -rA.
+    print(  # noqa: T201
+        f"schemathesis: {len(operations)} operations, {sum(SENT.values())} cases, seed {SEED}"
+    )
