@@ -65,26 +65,16 @@ class UserManager(DjangoUserManager["User"]):
 
     # createsuperuser and scripts come through these: the address's canonical form with it.
     def create_user(
-        self,
-        username: str,
-        email: str | None = None,
-        password: str | None = None,
-        **extra_fields: Any,
+        self, username: str, email: str | None = None, password: str | None = None, **fields: Any
     ) -> User:
-        address = self.normalize_email(email)
-        extra_fields.setdefault("email_canonical", identifiers.email_canonical(address or ""))
-        return super().create_user(username, address, password, **extra_fields)
+        fields.setdefault("email_canonical", identifiers.email_canonical(email or ""))
+        return super().create_user(username, email, password, **fields)
 
     def create_superuser(
-        self,
-        username: str,
-        email: str | None = None,
-        password: str | None = None,
-        **extra_fields: Any,
+        self, username: str, email: str | None = None, password: str | None = None, **fields: Any
     ) -> User:
-        address = self.normalize_email(email)
-        extra_fields.setdefault("email_canonical", identifiers.email_canonical(address or ""))
-        return super().create_superuser(username, address, password, **extra_fields)
+        fields.setdefault("email_canonical", identifiers.email_canonical(email or ""))
+        return super().create_superuser(username, email, password, **fields)
 
 
 class User(AbstractUser):

@@ -30,14 +30,10 @@ class LoginForm(forms.Form):
 
 
 class AdminLoginForm(forms.Form):
-    """The administration's sign-in form, with the field names Django's admin/login.html shows."""
+    """LoginForm under the field names that Django's admin/login.html shows."""
 
-    username = forms.CharField(
-        label=_("E-mail or login"),
-        max_length=254,
-        widget=forms.TextInput(attrs={"autocomplete": "username", "autofocus": True}),
-    )
-    password = password_field(_("Password"), "current-password")
+    username = LoginForm.base_fields["login"]
+    password = LoginForm.base_fields["password"]
 
 
 class NewPasswordForm(forms.Form):
