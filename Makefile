@@ -21,10 +21,11 @@ test: install tools lint typecheck pytest
 
 install: $(INSTALLED)
 
-$(INSTALLED): pyproject.toml
+# The platform, and the adapters' client (clients/python), which its tests drive.
+$(INSTALLED): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./clients/python
 	touch $@
 
 # promtool lints the Prometheus exposition in the tests; Debian's package carries it.
@@ -54,6 +55,7 @@ lint: install
 
 typecheck: install
 	$(BIN)/mypy .
+	cd clients/python && $(CURDIR)/$(BIN)/mypy src  # strict, as Python 3.10 reads it
 
 # Uses DATABASE_URL when set; otherwise the suite starts the embedded PostgreSQL under .data/.
 pytest: install tools browser nginx

@@ -1,0 +1,43 @@
+"""The exchange platform's client for adapters.
+
+from exchange_client import ExchangeClient
+
+client = ExchangeClient("https://exchange.example.org", "erp-bridge", "...",
+                        device_id="erp-consumer-1")
+client.consume(lambda message: print(message.payload))
+"""
+
+from exchange_client.client import ExchangeClient, __version__, default_device_id
+from exchange_client.consumer import Summary
+from exchange_client.errors import (
+    AuthenticationError,
+    Conflict,
+    ExchangeError,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDenied,
+    SessionError,
+    Unavailable,
+    ValidationError,
+)
+from exchange_client.messages import Message, Sent
+from exchange_client.retries import RetryPolicy
+
+__all__ = [
+    "AuthenticationError",
+    "Conflict",
+    "ExchangeClient",
+    "ExchangeError",
+    "Message",
+    "NotFound",
+    "PayloadTooLarge",
+    "PermissionDenied",
+    "RetryPolicy",
+    "Sent",
+    "SessionError",
+    "Summary",
+    "Unavailable",
+    "ValidationError",
+    "__version__",
+    "default_device_id",
+]

@@ -1,0 +1,192 @@
+"""The ``exchange-client`` command: whoami, send, consume --exec, stats.
+
+Configured by EXCHANGE_URL, EXCHANGE_LOGIN, EXCHANGE_PASSWORD and EXCHANGE_DEVICE_ID. Exit
+status: 0 success, 1 a failure, 2 a usage error, 3 sign-in refused (one line on standard error
+says why). These, the commands and their output are an interface: changing them breaks scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from exchange_client.client import ExchangeClient, __version__
+from exchange_client.errors import AuthenticationError, ExchangeError
+from exchange_client.messages import Message
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_SIGN_IN_REFUSED = 3
+CONFIGURATION = ("EXCHANGE_URL", "EXCHANGE_LOGIN", "EXCHANGE_PASSWORD")
+# Not handed down to the command consume runs: it has no use for the adapter's password.
+SECRET = "EXCHANGE_PASSWORD"  # noqa: S105 (the variable's name)
+
+
+class UsageError(Exception):
+    pass
+
+
+class CommandFailed(Exception):
+    """The command consume --exec ran for a message did not exit 0."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="exchange-client",
+        description="The exchange platform's adapter client. Configured by EXCHANGE_URL, "
+        "EXCHANGE_LOGIN, EXCHANGE_PASSWORD and EXCHANGE_DEVICE_ID (one stable id per consumer "
+        "instance).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the client does")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("whoami", help="print who the credentials sign in as (JSON)")
+    commands.add_parser("stats", help="print this adapter's queue figures (JSON)")
+    send = commands.add_parser("send", help='send a message; prints {"messageId", "duplicate"}')
+    send.add_argument("--to", type=int, required=True, metavar="ADAPTER_ID")
+    send.add_argument("--type", required=True)
+    send.add_argument("--idempotency-key", metavar="KEY", help="the same key never sends twice")
+    send.add_argument(
+        "--header", action="append", default=[], metavar="NAME=VALUE", help="repeatable"
+    )
+    send.add_argument("payload", metavar="PAYLOAD", help="JSON text, or - for standard input")
+    consume = commands.add_parser(
+        "consume",
+        help="run a command per message: exit 0 acknowledges it, any other status releases it",
+    )
+    consume.add_argument(
+        "--exec",
+        dest="command_line",
+        required=True,
+        metavar="COMMAND",
+        help="run through the shell with the message's JSON on standard input and "
+        "EXCHANGE_MESSAGE_ID, EXCHANGE_DELIVERY_COUNT in its environment",
+    )
+    consume.add_argument("--batch", type=int, default=10, metavar="N", help="1..100 (10)")
+    consume.add_argument("--lease", type=int, default=60, metavar="SECONDS", help="(60)")
+    consume.add_argument(
+        "--wait", type=int, metavar="SECONDS", help="long poll, 0..20 (20; 0 with --until-empty)"
+    )
+    consume.add_argument(
+        "--until-empty", action="store_true", help="exit once a receive finds nothing"
+    )
+    return parser
+
+
+def _client() -> ExchangeClient:
+    missing = [name for name in CONFIGURATION if not os.environ.get(name)]
+    if missing:
+        raise UsageError(f"set {', '.join(missing)}")
+    try:
+        return ExchangeClient.from_env()
+    except ValueError as error:  # a device id the platform would refuse
+        raise UsageError(f"EXCHANGE_DEVICE_ID: {error}") from None
+
+
+def _print(body: dict[str, Any]) -> None:
+    print(json.dumps(body, ensure_ascii=False, separators=(",", ":")))  # noqa: T201
+
+
+def _payload(text: str) -> Any:
+    try:
+        return json.loads(sys.stdin.read() if text == "-" else text)
+    except ValueError as error:
+        raise UsageError(f"PAYLOAD is not JSON: {error}") from None
+
+
+def _headers(pairs: Sequence[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for pair in pairs:
+        name, separator, value = pair.partition("=")
+        if not separator or not name:
+            raise UsageError(f"--header {pair!r}: write NAME=VALUE")
+        headers[name] = value
+    return headers
+
+
+def _run_command(command_line: str) -> Any:
+    environment = {name: value for name, value in os.environ.items() if name != SECRET}
+
+    def run(message: Message) -> None:
+        finished = subprocess.run(  # noqa: S602 (the user's own command line, as documented)
+            command_line,
+            shell=True,
+            input=json.dumps(message.raw, ensure_ascii=False).encode(),
+            env={
+                **environment,
+                "EXCHANGE_MESSAGE_ID": message.message_id,
+                "EXCHANGE_DELIVERY_COUNT": str(message.delivery_count),
+            },
+            check=False,
+        )
+        if finished.returncode != 0:
+            raise CommandFailed(f"the command exited with {finished.returncode}")
+
+    return run
+
+
+def _main(arguments: argparse.Namespace) -> None:
+    if arguments.command == "send":  # read before signing in: a usage error costs nothing
+        payload = _payload(arguments.payload)
+        headers = _headers(arguments.header)
+    with _client() as client:
+        if arguments.command == "whoami":
+            _print(client.whoami())
+        elif arguments.command == "stats":
+            _print(client.stats())
+        elif arguments.command == "send":
+            sent = client.send(
+                arguments.to,
+                arguments.type,
+                payload,
+                headers=headers,
+                idempotency_key=arguments.idempotency_key,
+            )
+            _print({"messageId": sent.message_id, "duplicate": sent.duplicate})
+        else:
+            wait = (
+                arguments.wait
+                if arguments.wait is not None
+                else (0 if arguments.until_empty else 20)
+            )
+            client.consume(
+                _run_command(arguments.command_line),
+                batch=arguments.batch,
+                wait=wait,
+                lease=arguments.lease,
+                until_empty=arguments.until_empty,
+            )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = _parser().parse_args(argv)  # a usage error exits 2 here
+    logging.basicConfig(
+        level=logging.INFO if arguments.verbose else logging.WARNING,
+        format="exchange-client: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        _main(arguments)
+    except UsageError as error:
+        print(f"exchange-client: {error}", file=sys.stderr)  # noqa: T201
+        return EXIT_USAGE
+    except AuthenticationError as error:
+        locked = error.locked_until
+        until = f" until {locked:%Y-%m-%dT%H:%M:%SZ}" if locked is not None else ""
+        reason = f"sign-in refused: {error.code}{until}: {error.detail}"
+        print(f"exchange-client: {reason}", file=sys.stderr)  # noqa: T201
+        return EXIT_SIGN_IN_REFUSED
+    except ExchangeError as error:
+        print(f"exchange-client: {error}", file=sys.stderr)  # noqa: T201
+        return EXIT_FAILURE
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

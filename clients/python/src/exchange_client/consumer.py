@@ -1,0 +1,195 @@
+"""The at-least-once consume loop: receive, handle, acknowledge, in that order, until stopped.
+
+- Each receive leases a batch; the handler is called once per message, in order.
+- A message whose handler returned is acknowledged, in one ACK per batch, before the next
+  receive (a device id's unacknowledged messages would come back on it).
+- A message whose handler raised is released (after ``release_delay`` seconds): it comes back,
+  one delivery later, and after the platform's maximum deliveries it goes to the dead letters.
+- While a slow handler runs, a thread extends the leases of the messages still held, so that no
+  other instance receives them meanwhile.
+- SIGTERM and SIGINT (or ExchangeClient.stop()) let the message in hand finish, give back the
+  rest of the batch at once (to this device id's next receive, or any instance's), and return.
+  A second signal is the default one (Ctrl-C twice interrupts).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from exchange_client.messages import Message
+
+if TYPE_CHECKING:
+    from exchange_client.client import ExchangeClient
+
+logger = logging.getLogger("exchange_client")
+
+Handler = Callable[[Message], object]
+
+# A long poll is made of slices of at most this many seconds: a stop waits no longer than that.
+IDLE_POLL_SECONDS = 5
+
+
+@dataclass
+class Summary:
+    """What a consume() did: messages handled (and acknowledged), failed (released to come
+    back), and given back unhandled when it stopped."""
+
+    handled: int = 0
+    failed: int = 0
+    given_back: int = 0
+
+
+class _LeaseKeeper:
+    """A thread that extends the leases of the messages the loop holds and has not finished:
+    those with less than half a lease left, every quarter of a lease."""
+
+    def __init__(self, client: ExchangeClient, lease: int) -> None:
+        self.client = client
+        self.lease = lease
+        self._held: dict[str, tuple[Message, float]] = {}
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="exchange-lease-keeper", daemon=True)
+        self._thread.start()
+
+    def hold(self, messages: Sequence[Message]) -> None:
+        expires = time.monotonic() + self.lease
+        with self._lock:
+            self._held.update((m.message_id, (m, expires)) for m in messages)
+
+    def let_go(self, message: Message) -> None:
+        with self._lock:
+            self._held.pop(message.message_id, None)
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._done.wait(self.lease / 4):
+            now = time.monotonic()
+            with self._lock:
+                due = [m for m, expires in self._held.values() if expires - now < self.lease / 2]
+            if not due:
+                continue
+            try:
+                results = self.client.extend(due, self.lease)
+            except Exception:
+                logger.warning("Extending %d leases failed", len(due), exc_info=True)
+                continue
+            expires = time.monotonic() + self.lease
+            with self._lock:
+                for message in due:
+                    if results.get(message.message_id) == "extended" and (
+                        message.message_id in self._held
+                    ):
+                        self._held[message.message_id] = (message, expires)
+            lost = [mid for mid, status in results.items() if status != "extended"]
+            if lost:
+                logger.warning("Leases lost while handling: %s", ", ".join(lost))
+
+
+def _stop_on_signals(client: ExchangeClient) -> Callable[[], None]:
+    """SIGTERM and SIGINT stop the loop (main thread only); returns what puts them back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    signals = (signal.SIGTERM, signal.SIGINT)
+    previous = {number: signal.getsignal(number) for number in signals}
+
+    def restore() -> None:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+    def stop(number: int, frame: FrameType | None) -> None:
+        logger.info("Signal %d: finishing the message in hand, then stopping", number)
+        client.stop()
+        restore()  # a second signal acts as it did before
+
+    for number in signals:
+        signal.signal(number, stop)
+    return restore
+
+
+def consume(
+    client: ExchangeClient,
+    handler: Handler,
+    *,
+    batch: int = 10,
+    wait: int = 20,
+    lease: int = 30,
+    until_empty: bool = False,
+    release_delay: int = 0,
+    handle_signals: bool = True,
+) -> Summary:
+    """Receive up to ``batch`` messages at a time (long-polling up to ``wait`` seconds, leases
+    of ``lease`` seconds) and call ``handler`` on each, until stopped, or, with
+    ``until_empty``, until a receive finds nothing. The handler must be idempotent: delivery is
+    at least once."""
+    summary = Summary()
+    client.stopping.clear()
+    keeper = _LeaseKeeper(client, lease)
+    restore = _stop_on_signals(client) if handle_signals else (lambda: None)
+    try:
+        while not client.stopping.is_set():
+            messages = client.receive(batch, min(wait, IDLE_POLL_SECONDS), lease)
+            if messages:
+                _handle(client, handler, messages, keeper, summary, release_delay)
+            elif until_empty:
+                break
+    finally:
+        keeper.close()
+        restore()
+    return summary
+
+
+def _handle(
+    client: ExchangeClient,
+    handler: Handler,
+    messages: list[Message],
+    keeper: _LeaseKeeper,
+    summary: Summary,
+    release_delay: int,
+) -> None:
+    """One batch: handled ones acknowledged, failed ones released, the rest given back."""
+    keeper.hold(messages)
+    done: list[Message] = []
+    failed: list[Message] = []
+    try:
+        for message in messages:
+            if client.stopping.is_set():
+                break
+            try:
+                handler(message)
+            except Exception:
+                logger.warning(
+                    "Handler failed on %s (delivery %d): releasing it",
+                    message.message_id,
+                    message.delivery_count,
+                    exc_info=True,
+                )
+                failed.append(message)
+            else:
+                done.append(message)
+            finally:
+                keeper.let_go(message)
+    finally:
+        finished = {m.message_id for m in done} | {m.message_id for m in failed}
+        unhandled = [m for m in messages if m.message_id not in finished]
+        for message in unhandled:
+            keeper.let_go(message)
+        if done:
+            client.ack(done)
+        if failed:
+            client.release(failed, delay_seconds=release_delay)
+        if unhandled:
+            client.release(unhandled)
+        summary.handled += len(done)
+        summary.failed += len(failed)
+        summary.given_back += len(unhandled)
