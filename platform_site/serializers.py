@@ -154,7 +154,8 @@ class ProblemOutput(serializers.Serializer[Any]):
 
 
 _PROBLEM_DESCRIPTIONS = {
-    400: "Invalid request: VALIDATION_FAILED, UNKNOWN_FIELD or MALFORMED_JSON.",
+    400: "Invalid request: VALIDATION_FAILED (a field, a parameter or X-Device-ID), UNKNOWN_FIELD "
+    "or MALFORMED_JSON.",
     401: "Not authenticated: TOKEN_MISSING, TOKEN_MALFORMED, TOKEN_EXPIRED, TOKEN_REVOKED, "
     "DEVICE_MISMATCH.",
     403: "Not allowed for this principal.",

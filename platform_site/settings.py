@@ -365,7 +365,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.AccessTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "EXCEPTION_HANDLER": "platform_site.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "accounts.schema.PlatformAutoSchema",
     "NON_FIELD_ERRORS_KEY": "nonFieldErrors",
     "DATETIME_FORMAT": "%Y-%m-%dT%H:%M:%SZ",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",

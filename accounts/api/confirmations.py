@@ -23,7 +23,7 @@ from accounts.api.serializers import (
     ResetPasswordInput,
     login_success,
 )
-from accounts.api.views import DEVICE_HEADER, AuthApi
+from accounts.api.views import AuthApi
 from accounts.devices import device_of
 from accounts.models import Challenge
 from accounts.services.challenges import Started, challenge_resend
@@ -82,6 +82,8 @@ class ConfirmApi(AuthApi):
 
 
 class VerifyEmailConfirmApi(ConfirmApi):
+    device_bound = True  # signs in: the session starts bound to the request's device
+
     @extend_schema(
         operation_id="register_verify_email_confirm",
         summary="Confirm the e-mail address with its code; signs in",
@@ -89,7 +91,6 @@ class VerifyEmailConfirmApi(ConfirmApi):
         "/api/auth/login/email: 401 ACTION_RESET_PASSWORD and 428 TWO_FACTOR_REQUIRED still apply.",
         request=ConfirmInput,
         responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 428, 429)},
-        parameters=[DEVICE_HEADER],
         tags=["registration"],
     )
     def post(self, request: Request) -> Response:
@@ -123,12 +124,13 @@ class VerifyEmailResendApi(ResendApi):
 
 
 class TwoFactorConfirmApi(ConfirmApi):
+    device_bound = True  # signs in: the session starts bound to the request's device
+
     @extend_schema(
         operation_id="login_two_factor_confirm",
         summary="Finish a sign-in with the SMS code",
         request=ConfirmInput,
         responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 429)},
-        parameters=[DEVICE_HEADER],
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:

@@ -24,7 +24,7 @@ from accounts.api.serializers import (
     login_success,
     user_dto,
 )
-from accounts.api.views import DEVICE_HEADER, CabinetApi
+from accounts.api.views import CabinetApi
 from accounts.authentication import AuthenticatedRequest
 from accounts.models import Challenge, Session
 from accounts.permissions import IsCabinetUser, IsCabinetUserAnyState
@@ -52,7 +52,7 @@ class MeApi(CabinetApi):
     @extend_schema(
         operation_id="users_me",
         summary="Your userDto",
-        responses={200: UserDtoOutput, **problem_responses(401, 403, 429)},
+        responses={200: UserDtoOutput, **problem_responses(400, 401, 403, 429)},
         tags=["profile"],
     )
     def get(self, request: AuthenticatedRequest) -> Response:
@@ -91,7 +91,6 @@ class ChangePasswordApi(CabinetApi):
         "A wrong currentPassword is 400 and counts toward the lock like a wrong sign-in.",
         request=ChangePasswordInput,
         responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 423, 429)},
-        parameters=[DEVICE_HEADER],
         tags=["profile"],
     )
     def patch(self, request: AuthenticatedRequest) -> Response:
@@ -122,7 +121,7 @@ class TwoFactorApi(CabinetApi):
         operation_id="users_two_factor_disable",
         summary="Turn two-factor sign-in off (you are told by e-mail)",
         request=None,
-        responses={200: TwoFactorOutput, **problem_responses(401, 403, 429)},
+        responses={200: TwoFactorOutput, **problem_responses(400, 401, 403, 429)},
         tags=["two-factor"],
     )
     def delete(self, request: AuthenticatedRequest) -> Response:
@@ -186,7 +185,7 @@ class SessionsApi(CabinetApi):
     @extend_schema(
         operation_id="users_sessions",
         summary="Your live sessions, most recently used first",
-        responses={200: SessionListOutput, **problem_responses(401, 403, 429)},
+        responses={200: SessionListOutput, **problem_responses(400, 401, 403, 429)},
         tags=["sessions"],
     )
     def get(self, request: AuthenticatedRequest) -> Response:
@@ -200,7 +199,7 @@ class SessionApi(CabinetApi):
     @extend_schema(
         operation_id="users_sessions_revoke",
         summary="Sign out one session: its tokens answer 401 from now on",
-        responses={200: EmptyOutput, **problem_responses(401, 403, 404, 429)},
+        responses={200: EmptyOutput, **problem_responses(400, 401, 403, 404, 429)},
         tags=["sessions"],
     )
     def delete(self, request: AuthenticatedRequest, session_id: uuid.UUID) -> Response:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import APIException
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -30,7 +30,7 @@ from accounts.api.serializers import (
     login_success,
 )
 from accounts.authentication import AuthenticatedRequest
-from accounts.devices import DEVICE_ID_HEADER, DEVICE_ID_SCHEMA, client_ip, device_of
+from accounts.devices import client_ip, device_of
 from accounts.identifiers import identifier_key
 from accounts.permissions import IsCabinetUser
 from accounts.selectors import AdapterSummary, adapters_for_owner
@@ -53,14 +53,6 @@ from platform_site.ratelimits import (
 )
 from platform_site.serializers import problem_responses
 from platform_site.timestamps import rfc3339
-
-DEVICE_HEADER = OpenApiParameter(
-    DEVICE_ID_HEADER,
-    DEVICE_ID_SCHEMA,
-    OpenApiParameter.HEADER,
-    description="Binds the session to a device or adapter instance (1..128 printable ASCII). "
-    "Without it the session is bound to a fingerprint of User-Agent and client IP.",
-)
 
 
 class AuthApi(RateLimitedApiMixin, APIView):
@@ -92,6 +84,7 @@ class AuthApi(RateLimitedApiMixin, APIView):
 
 
 class LoginApi(AuthApi):
+    device_bound = True  # the session starts bound to the request's device (accounts.schema)
     kind: IdentifierKind
 
     def sign_in(self, request: Request, identifier: str, password: str) -> Response:
@@ -120,7 +113,6 @@ class LoginEmailApi(LoginApi):
             200: LoginSuccessOutput,
             **problem_responses(400, 401, 403, 409, 423, 428, 429),
         },
-        parameters=[DEVICE_HEADER],
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
@@ -142,7 +134,6 @@ class LoginUsernameApi(LoginApi):
             200: LoginSuccessOutput,
             **problem_responses(400, 401, 403, 409, 423, 428, 429),
         },
-        parameters=[DEVICE_HEADER],
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
@@ -154,12 +145,13 @@ class LoginUsernameApi(LoginApi):
 
 
 class RefreshApi(AuthApi):
+    device_bound = True  # from another device than the session's: 401 DEVICE_MISMATCH
+
     @extend_schema(
         operation_id="token_refresh",
         summary="Exchange the refresh token for a new pair (the old refresh token dies)",
         request=RefreshTokenInput,
         responses={200: TokenPairOutput, **problem_responses(400, 401, 429)},
-        parameters=[DEVICE_HEADER],
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
@@ -172,6 +164,10 @@ class RefreshApi(AuthApi):
 
 
 class LogoutApi(AuthApi):
+    # Declared like on the session's other calls, and its form checked as there. The session's
+    # own device is not compared: possession of the refresh token is the proof (session_logout).
+    device_bound = True
+
     @extend_schema(
         operation_id="logout",
         summary="End the session of this refresh token: both of its tokens stop working",
@@ -182,6 +178,7 @@ class LogoutApi(AuthApi):
     def post(self, request: Request) -> Response:
         data = RefreshTokenInput(data=request.data)
         data.is_valid(raise_exception=True)
+        device_of(request._request)  # a malformed X-Device-ID is 400 VALIDATION_FAILED
         session_logout(refresh_token=data.validated_data["refreshToken"])
         return Response({})
 
@@ -204,6 +201,7 @@ class CabinetApi(RateLimitedApiMixin, APIView):
     """Endpoints of a signed-in cabinet user, limited per user."""
 
     permission_classes: list[Any] = [IsCabinetUser]
+    device_bound = True  # the access token's session is bound to a device (accounts.schema)
 
     def rate_limits(self, request: Request) -> list[Limit]:
         return [Limit("user", str(request.user.pk), settings.ACCOUNTS_RATE_LIMIT_USER)]
@@ -213,7 +211,7 @@ class AdaptersApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_list",
         summary="Your adapters with their queue figures",
-        responses={200: AdapterListOutput, **problem_responses(401, 403, 429)},
+        responses={200: AdapterListOutput, **problem_responses(400, 401, 403, 429)},
         tags=["adapters"],
     )
     def get(self, request: AuthenticatedRequest) -> Response:
@@ -263,7 +261,7 @@ class AdapterApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_delete",
         summary="Delete an adapter with its waiting messages",
-        responses={200: EmptyOutput, **problem_responses(401, 403, 404, 429)},
+        responses={200: EmptyOutput, **problem_responses(400, 401, 403, 404, 429)},
         tags=["adapters"],
     )
     def delete(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -276,7 +274,7 @@ class AdapterPasswordApi(CabinetApi):
         operation_id="adapters_password_rotate",
         summary="Give the adapter a new password (shown only here); its sessions end",
         request=None,
-        responses={200: AdapterPasswordOutput, **problem_responses(401, 403, 404, 429)},
+        responses={200: AdapterPasswordOutput, **problem_responses(400, 401, 403, 404, 429)},
         tags=["adapters"],
     )
     def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -312,7 +310,7 @@ class AdapterRouteApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_routes_withdraw",
         summary="Withdraw a route: that adapter may no longer send to this one",
-        responses={200: EmptyOutput, **problem_responses(401, 403, 404, 429)},
+        responses={200: EmptyOutput, **problem_responses(400, 401, 403, 404, 429)},
         tags=["adapters"],
     )
     def delete(self, request: AuthenticatedRequest, adapter_id: int, sender_id: int) -> Response:

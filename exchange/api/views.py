@@ -70,6 +70,7 @@ class ExchangeApi(RateLimitedApiMixin, APIView):
     """Adapters only; every call counts against the adapter's EXCHANGE_RATE_LIMIT."""
 
     permission_classes = [IsAdapter]
+    device_bound = True  # the access token's session is bound to a device (accounts.schema)
 
     def get_authenticators(self) -> list[BaseAuthentication]:
         # With Redis, the count and the session check share one round trip (accounts.liveness).

@@ -159,6 +159,18 @@ def test_logout_needs_a_refresh_token_not_an_access_token(consumer):
     assert whoami(consumer).status_code == 200
 
 
+def test_logout_refuses_a_malformed_device_id_and_leaves_the_session_alive(consumer):
+    response = consumer.call(
+        "post",
+        "/api/auth/logout",
+        {"refreshToken": consumer.tokens["refreshToken"]},
+        HTTP_X_DEVICE_ID="x" * 129,
+    )
+
+    assert code(response) == (400, "VALIDATION_FAILED")
+    assert whoami(consumer).status_code == 200
+
+
 def test_another_device_id_is_a_device_mismatch_for_access_and_refresh(consumer):
     assert code(whoami(consumer, HTTP_X_DEVICE_ID="consumer-2")) == (401, "DEVICE_MISMATCH")
     thief = ApiClient(device_id="consumer-2")

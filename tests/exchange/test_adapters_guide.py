@@ -369,3 +369,59 @@ def test_the_python_consumer_signs_in_again_when_its_refresh_token_has_expired(
     ), run.log
     assert [message["messageId"] for message in run.handled] == [message_id]
     assert Message.objects.count() == 0
+
+
+def with_the_client_installed(env: dict[str, str]) -> dict[str, str]:
+    """A reader's shell after `pip install ./clients/python`: exchange-client and the package
+    on hand (this virtualenv's bin)."""
+    return {**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_ten_line_client_consumer_handles_and_acks_every_message(
+    live_server: LiveServer, tmp_path: Path, credentials: AdapterCredentials, partner: User
+):
+    sent = send(sender=partner, to=credentials.adapter_id, count=3)
+    script = tmp_path / "consumer.py"
+    script.write_text(runnable("client-consumer", "python"))
+
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=with_the_client_installed(environment(live_server, credentials)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    code = [line for line in runnable("client-consumer", "python").splitlines() if line.strip()]
+    assert len(code) <= 10
+    assert [line.split()[0] for line in result.stdout.splitlines()] == sent
+    assert result.stdout.splitlines()[0] == f"{sent[0]} order.created {{'orderId': 0}}"
+    assert Message.objects.count() == 0
+    assert acked_ids(credentials.adapter_id) == set(sent)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_client_command_lines_send_consume_and_count_as_printed(
+    live_server: LiveServer, credentials: AdapterCredentials
+):
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", runnable("client-cli", "sh")],
+        env=with_the_client_installed(environment(live_server, credentials)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    [sent] = DeliveryLog.objects.filter(recipient_id=credentials.adapter_id)
+    assert result.stdout.splitlines() == [
+        f'{{"messageId":"{sent.message_id}","duplicate":false}}',
+        f'{{"messageId":"{sent.message_id}","type":"demo.hello","payload":{{"hello":"world"}}}}',
+        '{"available":0,"inFlight":0,"delayed":0,"deadLettered":0,"oldestAgeSeconds":null}',
+    ]
+    assert sent.acked_by == "d:demo-cli-1"
