@@ -8,7 +8,7 @@ client.consume(lambda message: print(message.payload))
 """
 
 from exchange_client.client import ExchangeClient, __version__, default_device_id
-from exchange_client.consumer import Summary
+from exchange_client.consumer import Release, Summary
 from exchange_client.errors import (
     AuthenticationError,
     Conflict,
@@ -32,6 +32,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "PermissionDenied",
+    "Release",
     "RetryPolicy",
     "Sent",
     "SessionError",

@@ -13,10 +13,11 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from exchange_client.client import ExchangeClient, __version__
+from exchange_client.consumer import Release
 from exchange_client.errors import AuthenticationError, ExchangeError
 from exchange_client.messages import Message
 
@@ -32,8 +33,24 @@ class UsageError(Exception):
     pass
 
 
-class CommandFailed(Exception):
+class CommandFailed(Release):
     """The command consume --exec ran for a message did not exit 0."""
+
+
+def _bounded(low: int, high: int) -> Callable[[str], int]:
+    """An integer option within the platform's bounds: outside them it is a usage error (exit
+    2, before signing in), not the platform's 400 after it."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not within {low}..{high}")
+        return value
+
+    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,10 +85,17 @@ def _parser() -> argparse.ArgumentParser:
         help="run through the shell with the message's JSON on standard input and "
         "EXCHANGE_MESSAGE_ID, EXCHANGE_DELIVERY_COUNT in its environment",
     )
-    consume.add_argument("--batch", type=int, default=10, metavar="N", help="1..100 (10)")
-    consume.add_argument("--lease", type=int, default=60, metavar="SECONDS", help="(60)")
     consume.add_argument(
-        "--wait", type=int, metavar="SECONDS", help="long poll, 0..20 (20; 0 with --until-empty)"
+        "--batch", type=_bounded(1, 100), default=10, metavar="N", help="1..100 (10)"
+    )
+    consume.add_argument(
+        "--lease", type=_bounded(1, 43200), default=60, metavar="SECONDS", help="1..43200 (60)"
+    )
+    consume.add_argument(
+        "--wait",
+        type=_bounded(0, 20),
+        metavar="SECONDS",
+        help="long poll, 0..20 (20; 0 with --until-empty)",
     )
     consume.add_argument(
         "--until-empty", action="store_true", help="exit once a receive finds nothing"
@@ -132,36 +156,48 @@ def _run_command(command_line: str) -> Any:
 
 
 def _main(arguments: argparse.Namespace) -> None:
+    payload: Any = None
+    headers: dict[str, str] = {}
     if arguments.command == "send":  # read before signing in: a usage error costs nothing
         payload = _payload(arguments.payload)
         headers = _headers(arguments.header)
     with _client() as client:
-        if arguments.command == "whoami":
-            _print(client.whoami())
-        elif arguments.command == "stats":
-            _print(client.stats())
-        elif arguments.command == "send":
-            sent = client.send(
-                arguments.to,
-                arguments.type,
-                payload,
-                headers=headers,
-                idempotency_key=arguments.idempotency_key,
-            )
-            _print({"messageId": sent.message_id, "duplicate": sent.duplicate})
-        else:
-            wait = (
-                arguments.wait
-                if arguments.wait is not None
-                else (0 if arguments.until_empty else 20)
-            )
-            client.consume(
-                _run_command(arguments.command_line),
-                batch=arguments.batch,
-                wait=wait,
-                lease=arguments.lease,
-                until_empty=arguments.until_empty,
-            )
+        try:
+            _run(client, arguments, payload, headers)
+        finally:
+            try:  # one command, one session: none is left behind for 30 days
+                client.logout()
+            except ExchangeError as error:
+                logging.getLogger("exchange_client").info("Signing out failed: %s", error)
+
+
+def _run(
+    client: ExchangeClient, arguments: argparse.Namespace, payload: Any, headers: dict[str, str]
+) -> None:
+    if arguments.command == "whoami":
+        _print(client.whoami())
+    elif arguments.command == "stats":
+        _print(client.stats())
+    elif arguments.command == "send":
+        sent = client.send(
+            arguments.to,
+            arguments.type,
+            payload,
+            headers=headers,
+            idempotency_key=arguments.idempotency_key,
+        )
+        _print({"messageId": sent.message_id, "duplicate": sent.duplicate})
+    else:
+        wait = arguments.wait
+        if wait is None:
+            wait = 0 if arguments.until_empty else 20
+        client.consume(
+            _run_command(arguments.command_line),
+            batch=arguments.batch,
+            wait=wait,
+            lease=arguments.lease,
+            until_empty=arguments.until_empty,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

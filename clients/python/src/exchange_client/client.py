@@ -23,13 +23,14 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from http.cookiejar import CookieJar, DefaultCookiePolicy
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from exchange_client.errors import AuthenticationError, Unavailable, error_from_problem
 from exchange_client.messages import Message, Sent
-from exchange_client.retries import Deadline, RetryPolicy
+from exchange_client.retries import NO_RETRIES, Deadline, RetryPolicy
 
 if TYPE_CHECKING:
     from exchange_client.consumer import Handler, Summary
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 logger = logging.getLogger("exchange_client")
+_Client = TypeVar("_Client", bound="ExchangeClient")
 
 DEVICE_ID_ENV = "EXCHANGE_DEVICE_ID"
 _DEVICE_ID = re.compile(r"[\x20-\x7e]{1,128}")
@@ -120,6 +122,10 @@ class ExchangeClient:
             timeout=timeout,
             transport=transport,
             headers={"User-Agent": f"exchange-client/{__version__}", "X-Device-ID": self.device_id},
+            # No cookies kept, none sent: the API authenticates by token. The platform's sign-in
+            # answer sets a session cookie, and sent back it cost every request a Cookie header
+            # built here and parsed there (docs/performance.md, bench/client.py).
+            cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
         )
         self._tokens: _Tokens | None = None
         self._renewing = threading.Lock()
@@ -136,7 +142,7 @@ class ExchangeClient:
             **options,
         )
 
-    def __enter__(self) -> ExchangeClient:
+    def __enter__(self: _Client) -> _Client:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -184,9 +190,11 @@ class ExchangeClient:
 
         What this device id received and did not acknowledge comes first, ``redelivered``.
         """
-        params = {"max": max_messages, "waitSeconds": wait_seconds, "leaseSeconds": lease_seconds}
+        # The query string written out: handed ``params``, httpx encodes them and parses and
+        # rebuilds the URL on every call, a tenth of a batch-1 loop's CPU (docs/performance.md).
+        query = f"max={max_messages}&waitSeconds={wait_seconds}&leaseSeconds={lease_seconds}"
         answer = self._call(
-            "GET", "/api/exchange/messages", params=params, timeout=self._timeout + wait_seconds
+            "GET", f"/api/exchange/messages?{query}", timeout=self._timeout + wait_seconds
         ).json()
         return [Message.from_json(raw) for raw in answer["messages"]]
 
@@ -245,12 +253,14 @@ class ExchangeClient:
         self.stopping.set()
 
     def logout(self) -> None:
-        """End this client's session on the platform (both tokens stop working)."""
+        """End this client's session on the platform (both tokens stop working); the next call
+        signs in again. One attempt, no retries: a session a logout could not end still ends when
+        its refresh token does."""
         with self._renewing:
             tokens, self._tokens = self._tokens, None
         if tokens is not None:
             refresh = {"refreshToken": tokens.refresh}
-            answer = self._exchange("POST", "/api/auth/logout", json=refresh)
+            answer = self._exchange("POST", "/api/auth/logout", json=refresh, retry=NO_RETRIES)
             if answer.status_code != 200:
                 raise error_from_problem(answer.status_code, _problem(answer))
 
@@ -305,10 +315,12 @@ class ExchangeClient:
         params: Mapping[str, int] | None = None,
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        retry: RetryPolicy | None = None,
     ) -> httpx.Response:
         """One request, retried while it fails by itself (no connection, 429, 503) and the
         policy's time allows; the last answer, or Unavailable when none came."""
-        deadline = Deadline(self.retry.give_up_after)
+        policy = retry or self.retry
+        deadline = Deadline(policy.give_up_after)
         attempt = 0
         while True:
             attempt += 1
@@ -322,7 +334,7 @@ class ExchangeClient:
                     timeout=timeout if timeout is not None else self._timeout,
                 )
             except httpx.TransportError as error:
-                wait = self.retry.wait(attempt, None)
+                wait = policy.wait(attempt, None)
                 if not deadline.allows(wait):
                     reason = str(error) or repr(error)
                     raise Unavailable(None, "CONNECTION_FAILED", reason) from error
@@ -330,7 +342,7 @@ class ExchangeClient:
             else:
                 if answer.status_code not in (429, 503):
                     return answer
-                wait = self.retry.wait(attempt, _retry_after(answer))
+                wait = policy.wait(attempt, _retry_after(answer))
                 if not deadline.allows(wait):
                     return answer
                 logger.warning(

@@ -32,6 +32,12 @@ logger = logging.getLogger("exchange_client")
 
 Handler = Callable[[Message], object]
 
+
+class Release(Exception):
+    """Raised by a handler to give its message back, to come again later, without a traceback
+    in the log (any other exception releases it too, logged with its traceback)."""
+
+
 # A long poll is made of slices of at most this many seconds: a stop waits no longer than that.
 IDLE_POLL_SECONDS = 5
 
@@ -47,8 +53,8 @@ class Summary:
 
 
 class _LeaseKeeper:
-    """A thread that extends the leases of the messages the loop holds and has not finished:
-    those with less than half a lease left, every quarter of a lease."""
+    """A thread that extends the leases of the messages the loop holds and has not yet
+    acknowledged or released: those with less than half a lease left, every quarter of a lease."""
 
     def __init__(self, client: ExchangeClient, lease: int) -> None:
         self.client = client
@@ -167,22 +173,23 @@ def _handle(
                 break
             try:
                 handler(message)
-            except Exception:
+            except Exception as error:
                 logger.warning(
-                    "Handler failed on %s (delivery %d): releasing it",
+                    "Handler failed on %s (delivery %d): %s; releasing it",
                     message.message_id,
                     message.delivery_count,
-                    exc_info=True,
+                    error,
+                    exc_info=not isinstance(error, Release),
                 )
                 failed.append(message)
             else:
                 done.append(message)
-            finally:
-                keeper.let_go(message)
     finally:
         finished = {m.message_id for m in done} | {m.message_id for m in failed}
         unhandled = [m for m in messages if m.message_id not in finished]
-        for message in unhandled:
+        # Handled messages stay held until the ACK below: let go earlier, their leases could run
+        # out while the rest of the batch is handled, and another instance handle them again.
+        for message in messages:
             keeper.let_go(message)
         if done:
             client.ack(done)

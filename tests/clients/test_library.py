@@ -1,0 +1,347 @@
+"""The exchange_client library in this process against the live platform (gunicorn over a
+PostgreSQL of this module's own): a consumer that outlives its access token and its refresh
+token, four consumers with their own device ids sharing out one queue, a batch that outlasts its
+lease, and a consumer that goes on through a PostgreSQL restart. Consumers run in threads; what
+they handled and every ACK result the platform answered them are recorded and compared with the
+server's sessions and delivery log."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from exchange_client import ExchangeClient, Message, Summary
+
+from tests.clients.conftest import Adapter, Owner, query, stock
+from tests.stack.conftest import Gunicorn, StackDatabase, wait_until
+from tests.stack.processes import running_gunicorn
+
+pytestmark = pytest.mark.stack
+
+# The shortest lifetimes the platform allows (platform_site/settings.py): a refresh token never
+# outlives its session, so with the session's maximum age at 60 s the pair issued by the first
+# refresh (at 30 s) is the last; the next expiry needs a new sign-in.
+SHORT_LIVED_TOKENS = {
+    "JWT_ACCESS_TTL_SECONDS": "30",
+    "JWT_REFRESH_TTL_SECONDS": "60",
+    "SESSION_MAX_AGE_SECONDS": "60",
+}
+CONSUMERS = 4
+PARALLEL_MESSAGES = 2000
+RESTART_MESSAGES = 300
+# Short enough for a test to outlast, long enough for the lease keeper to extend it in time.
+SHORT_LEASE = 6
+
+
+class RecordingClient(ExchangeClient):
+    """An ExchangeClient that keeps every ACK result the platform answered it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ack_results: list[tuple[str, str]] = []
+
+    def ack(self, messages: Iterable[Message | str]) -> dict[str, str]:
+        results = super().ack(messages)
+        self.ack_results.extend(results.items())
+        return results
+
+
+def client_for(base_url: str, adapter: Adapter, device: str) -> RecordingClient:
+    return RecordingClient(base_url, adapter.login, adapter.password, device_id=device)
+
+
+def consuming(
+    pool: ThreadPoolExecutor,
+    client: ExchangeClient,
+    handler: Callable[[Message], None],
+    **options: Any,
+) -> Future[Summary]:
+    """``client.consume(handler)`` in a thread of ``pool`` (signals are the main thread's)."""
+    return pool.submit(client.consume, handler, handle_signals=False, **options)
+
+
+def alive(run: Future[Summary]) -> bool:
+    """Whether a consume() still runs; one that failed raises its error here."""
+    if run.done():
+        run.result()
+    return not run.done()
+
+
+def sessions_of(database: StackDatabase, adapter: Adapter) -> list[dict[str, Any]]:
+    rows = query(
+        database,
+        "SELECT device_id, created_at, refreshed_at, expires_at, revoked_at, revoked_reason "
+        "FROM accounts_session WHERE user_id = %s ORDER BY created_at",
+        adapter.adapter_id,
+    )
+    names = ("device_id", "created_at", "refreshed_at", "expires_at", "revoked_at", "reason")
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def delivery_log(database: StackDatabase, adapter: Adapter) -> Counter[str]:
+    """How often each message of the adapter's queue is in the delivery log (acknowledged)."""
+    rows = query(
+        database,
+        "SELECT message_id::text FROM exchange_delivery_log WHERE recipient_id = %s",
+        adapter.adapter_id,
+    )
+    return Counter(message_id for (message_id,) in rows)
+
+
+def waiting(database: StackDatabase, adapter: Adapter) -> tuple[int, int]:
+    """Messages still queued for the adapter, and its dead letters."""
+    [counts] = query(
+        database,
+        "SELECT (SELECT count(*) FROM exchange_message WHERE recipient_id = %s), "
+        "(SELECT count(*) FROM exchange_deadletter WHERE recipient_id = %s)",
+        adapter.adapter_id,
+        adapter.adapter_id,
+    )
+    return counts[0], counts[1]
+
+
+def acked_once_each(clients: Iterable[RecordingClient], ids: set[str]) -> None:
+    """Every message was answered ``acked`` to exactly one ACK, and nothing else went wrong."""
+    results = [result for client in clients for result in client.ack_results]
+    acked = Counter(message_id for message_id, status in results if status == "acked")
+    assert set(acked) == ids
+    assert set(acked.values()) == {1}, [m for m, n in acked.items() if n > 1]
+    assert {status for _, status in results} <= {"acked", "alreadyAcked"}
+
+
+def handled_again_only_when_redelivered(handled: Iterable[Message]) -> None:
+    deliveries: dict[str, list[int]] = {}
+    for message in handled:
+        deliveries.setdefault(message.message_id, []).append(message.delivery_count)
+    for message_id, counts in deliveries.items():
+        if len(counts) > 1:
+            assert max(counts) > 1, (message_id, counts)
+            assert len(set(counts)) == len(counts), (message_id, counts)
+
+
+def test_a_consumer_outlives_its_access_and_refresh_tokens_by_refreshing_then_signing_in_again(
+    stack_database: StackDatabase,
+    owner: Owner,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    recipient = owner.create_adapter("lifetimes-consumer")
+    sender = owner.create_adapter("lifetimes-sender")
+    caplog.set_level(logging.INFO, logger="exchange_client")
+    handled: list[Message] = []
+
+    with running_gunicorn(stack_database, tmp_path / "short-lived", SHORT_LIVED_TOKENS) as server:
+        consumer = client_for(server.base_url, recipient, "lifetimes-consumer-1")
+        sending = client_for(server.base_url, sender, "lifetimes-sender-1")
+        with consumer, sending, ThreadPoolExecutor(max_workers=1) as pool:
+            run = consuming(pool, consumer, handled.append, wait=1)
+
+            def sessions() -> list[dict[str, Any]]:
+                assert alive(run)
+                return sessions_of(stack_database, recipient)
+
+            phases: list[tuple[str, Callable[[], bool]]] = [
+                ("signed in", lambda: len(sessions()) == 1),
+                ("refreshed", lambda: sessions()[0]["refreshed_at"] is not None),
+                ("signed in again", lambda: len(sessions()) == 2),
+            ]
+            sent = []
+            try:
+                for phase, reached in phases:
+                    wait_until(reached, timeout=90, what=f"the consumer's session to be {phase}")
+                    sent.append(
+                        sending.send(recipient.adapter_id, "tick", {"after": phase}).message_id
+                    )
+                    wait_until(
+                        lambda: alive(run) and sent[-1] in {m.message_id for m in handled},
+                        timeout=30,
+                        what=f"the message sent once {phase} to be handled",
+                    )
+            finally:
+                consumer.stop()
+            summary = run.result(timeout=30)
+
+    # It kept working: each message handled once, and acknowledged.
+    assert [m.message_id for m in handled] == sent
+    assert summary == Summary(handled=3, failed=0, given_back=0)
+    acked_once_each([consumer], set(sent))
+    # The server saw one refresh of the first session, then, once the refresh token had expired
+    # (with its session: at its end cut to the second, as JWTs count), a new sign-in from the same
+    # device id; nothing was revoked (no refresh token presented twice).
+    first, second = sessions_of(stack_database, recipient)
+    assert first["refreshed_at"] is not None
+    assert (
+        first["refreshed_at"] < first["expires_at"].replace(microsecond=0) <= second["created_at"]
+    )
+    assert (first["device_id"], second["device_id"]) == ("lifetimes-consumer-1",) * 2
+    assert (first["revoked_at"], second["revoked_at"]) == (None, None)
+    # The sender, in this thread, renewed its own pair the same way; the consumer's thread:
+    refused = [
+        r.getMessage()
+        for r in caplog.records
+        if r.getMessage().startswith("Refresh refused") and r.threadName != "MainThread"
+    ]
+    assert refused == ["Refresh refused (TOKEN_EXPIRED): signing in again"]
+
+
+def test_four_consumers_with_their_own_device_ids_ack_each_of_2000_messages_exactly_once(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner
+) -> None:
+    adapter = owner.create_adapter("parallel")
+    ids = set(stock(stack_database, adapter, PARALLEL_MESSAGES))
+    clients = [
+        client_for(gunicorn.base_url, adapter, f"parallel-{index}") for index in range(CONSUMERS)
+    ]
+    handled: list[list[Message]] = [[] for _ in clients]
+    # Each consumer's first message waits until all four hold a batch: they run side by side.
+    all_at_work = threading.Barrier(CONSUMERS)
+
+    def handler(index: int) -> Callable[[Message], None]:
+        def handle(message: Message) -> None:
+            if not handled[index]:
+                all_at_work.wait(timeout=60)
+            handled[index].append(message)
+
+        return handle
+
+    with ThreadPoolExecutor(max_workers=CONSUMERS) as pool:
+        runs = [
+            consuming(pool, client, handler(index), batch=10, wait=0, until_empty=True)
+            for index, client in enumerate(clients)
+        ]
+        summaries = [run.result(timeout=180) for run in runs]
+    for client in clients:
+        client.close()
+
+    assert not all_at_work.broken
+    everything = [message for messages in handled for message in messages]
+    assert {m.message_id for m in everything} == ids
+    assert all(handled), [len(messages) for messages in handled]
+    handled_again_only_when_redelivered(everything)
+    assert [s.handled for s in summaries] == [len(messages) for messages in handled]
+    assert sum(s.failed + s.given_back for s in summaries) == 0
+    acked_once_each(clients, ids)
+    logged = delivery_log(stack_database, adapter)
+    assert set(logged) == ids
+    assert set(logged.values()) == {1}
+    assert waiting(stack_database, adapter) == (0, 0)
+    acked_by = query(
+        stack_database,
+        "SELECT DISTINCT acked_by FROM exchange_delivery_log WHERE recipient_id = %s",
+        adapter.adapter_id,
+    )
+    assert len(acked_by) == CONSUMERS
+
+
+def test_a_slow_batch_keeps_the_leases_of_its_handled_messages_until_their_ack(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner
+) -> None:
+    adapter = owner.create_adapter("slow-batch")
+    first, second = stock(stack_database, adapter, 2)
+    handled: list[Message] = []
+    in_hand = threading.Event()
+    go_on = threading.Event()
+
+    def handle(message: Message) -> None:
+        handled.append(message)
+        if message.message_id == second:  # the first is handled, not yet acknowledged
+            in_hand.set()
+            go_on.wait(timeout=60)
+
+    consumer = client_for(gunicorn.base_url, adapter, "slow-batch-1")
+    other = client_for(gunicorn.base_url, adapter, "slow-batch-2")
+    with consumer, other, ThreadPoolExecutor(max_workers=1) as pool:
+        run = consuming(
+            pool, consumer, handle, batch=2, wait=0, lease=SHORT_LEASE, until_empty=True
+        )
+        try:
+            wait_until(lambda: alive(run) and in_hand.is_set(), timeout=30, what="the batch")
+            # The lease the batch was received with has run out by the platform's clock (its
+            # leaseExpiresAt is cut to the second).
+            lease_ended = handled[0].lease_expires_at + timedelta(seconds=2)
+            wait_until(
+                lambda: (
+                    alive(run)
+                    and query(stack_database, "SELECT statement_timestamp()")[0][0] > lease_ended
+                ),
+                timeout=30,
+                what="the first lease to end",
+            )
+            taken = other.receive(max_messages=10)
+        finally:
+            go_on.set()
+        summary = run.result(timeout=30)
+
+    # Another instance got nothing: the handled message's lease was kept until the batch's ACK.
+    assert [m.message_id for m in taken] == []
+    assert [m.message_id for m in handled] == [first, second]
+    assert summary == Summary(handled=2, failed=0, given_back=0)
+    assert consumer.ack_results == [(first, "acked"), (second, "acked")]
+
+
+def test_a_consumer_handles_every_message_through_a_postgresql_restart_and_none_is_acked_twice(
+    gunicorn: Gunicorn,
+    stack_database: StackDatabase,
+    owner: Owner,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    adapter = owner.create_adapter("restarted")
+    ids = stock(stack_database, adapter, RESTART_MESSAGES)
+    caplog.set_level(logging.WARNING, logger="exchange_client")
+    handled: list[Message] = []
+    in_hand = threading.Event()
+    go_on = threading.Event()
+
+    def handle(message: Message) -> None:
+        handled.append(message)
+        if len(handled) == RESTART_MESSAGES // 3 - 5:  # mid-batch, near a third of the queue
+            in_hand.set()
+            go_on.wait(timeout=60)
+
+    def retried() -> bool:
+        return any("retrying" in record.getMessage() for record in caplog.records)
+
+    consumer = client_for(gunicorn.base_url, adapter, "restarted-1")
+    with consumer, ThreadPoolExecutor(max_workers=1) as pool:
+        run = consuming(pool, consumer, handle, batch=10, wait=1)
+        try:
+            wait_until(lambda: alive(run) and in_hand.is_set(), timeout=60, what="a batch in hand")
+            stack_database.stop()
+            go_on.set()  # the batch's ACK meets the database stopped
+            wait_until(lambda: alive(run) and retried(), timeout=60, what="the client to retry")
+            stack_database.start()
+            wait_until(
+                lambda: alive(run) and {m.message_id for m in handled} == set(ids),
+                timeout=120,
+                what="every message to be handled",
+            )
+            wait_until(
+                lambda: alive(run) and waiting(stack_database, adapter) == (0, 0),
+                timeout=60,
+                what="the queue to be empty",
+            )
+        finally:
+            go_on.set()
+            consumer.stop()
+        summary = run.result(timeout=30)
+
+    # "POST /api/exchange/messages/ack: 503; retrying in 1.0 s" -> "POST /api/exchange/messages/ack: 503"
+    retries = Counter(
+        r.getMessage().split(";")[0] for r in caplog.records if "retrying" in r.getMessage()
+    )
+    print(f"what the consumer retried through the restart: {dict(retries)}")  # noqa: T201
+    assert retries
+    assert {m.message_id for m in handled} == set(ids)
+    handled_again_only_when_redelivered(handled)
+    assert (summary.failed, summary.given_back) == (0, 0)
+    acked_once_each([consumer], set(ids))
+    logged = delivery_log(stack_database, adapter)
+    assert set(logged) == set(ids)
+    assert set(logged.values()) == {1}
