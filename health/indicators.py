@@ -15,6 +15,7 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 
 from platform_site.database import direct_connect
+from platform_site.db.availability import availability
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,9 @@ def db_health() -> Health:
             raw.execute("SELECT 1").fetchone()
     except psycopg.Error as exception:
         logger.warning("Health: the database is DOWN: %s: %s", type(exception).__name__, exception)
+        availability.observed(answers=False)
         return Health(DOWN, DB_DETAILS)
+    availability.observed(answers=True)
     return Health(UP, DB_DETAILS)
 
 

@@ -152,12 +152,18 @@ _database["OPTIONS"] = {
     # bind parameters on the client. Off behind a transaction-pooling PgBouncer before 1.21.
     "prepare_threshold": 5 if env_bool("DATABASE_PREPARED_STATEMENTS", True) else None,
 }
+# How long a request waits for a pooled connection in all (platform_site.db.base waits in slices
+# of the pool's own timeout, asking the server between them whether it is there at all).
+DATABASE_POOL_TIMEOUT_SECONDS = env_int("DATABASE_POOL_TIMEOUT_SECONDS", 10, minimum=1)
 if env_bool("DATABASE_POOL", True):
     _database["OPTIONS"]["pool"] = {
         "name": "default",
         "min_size": env_int("DATABASE_POOL_MIN_SIZE", 1, minimum=0),
         "max_size": env_int("DATABASE_POOL_MAX_SIZE", 4, minimum=1),
-        "timeout": env_int("DATABASE_POOL_TIMEOUT_SECONDS", 10, minimum=1),
+        "timeout": 0.25,
+        # No back-off of its own after an outage: it gives up reconnecting at once, and the next
+        # request that needs a connection makes it connect again (platform_site.db.availability).
+        "reconnect_timeout": 0,
     }
 DATABASES: dict[str, dict[str, Any]] = {"default": _database}
 

@@ -32,7 +32,12 @@ from django_prometheus.db import (
     query_duration_seconds,
 )
 from django_prometheus.db.backends.postgresql import base
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from platform_site.db.availability import availability
+
+# libpq's shortest: a server that refuses answers at once; a host that drops packets, in this.
+PROBE_CONNECT_TIMEOUT_SECONDS = 2
 
 
 @functools.cache
@@ -86,9 +91,11 @@ class DatabaseWrapper(base.DatabaseWrapper):  # type: ignore[misc]  # django-pro
         return params
 
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
-        connection = super().get_new_connection(conn_params)
         pool = self.pool
-        if pool is None or not settings.DATABASE_CONN_HEALTH_CHECKS:
+        if pool is None:
+            return super().get_new_connection(conn_params)
+        connection = self._checked_out(conn_params)
+        if not settings.DATABASE_CONN_HEALTH_CHECKS:
             return connection
         # Every connection the pool holds may have been closed by the same restart.
         for _ in range(pool.max_size + 1):
@@ -98,10 +105,27 @@ class DatabaseWrapper(base.DatabaseWrapper):  # type: ignore[misc]  # django-pro
                 ConnectionPool.check_connection(connection)
             except psycopg.Error:
                 pool.putconn(connection)  # broken: the pool discards it and opens another
-                connection = super().get_new_connection(conn_params)
+                connection = self._checked_out(conn_params)
             else:
                 return connection
         return connection
+
+    def _checked_out(self, conn_params: dict[str, Any]) -> Any:
+        """A connection from the pool, waited for in slices of the pool's own timeout up to
+        DATABASE_POOL_TIMEOUT_SECONDS; or at once the OperationalError of a server that does
+        not answer (platform_site.db.availability)."""
+        probe = {key: value for key, value in conn_params.items() if key != "cursor_factory"}
+        probe["connect_timeout"] = PROBE_CONNECT_TIMEOUT_SECONDS
+        deadline = time.monotonic() + settings.DATABASE_POOL_TIMEOUT_SECONDS
+        while True:
+            if availability.down and not availability.answers(probe):
+                raise psycopg.OperationalError("PostgreSQL does not answer")
+            try:
+                return super().get_new_connection(conn_params)
+            except PoolTimeout:
+                # A busy pool, or a server that is gone: only the server can say which.
+                if not availability.answers(probe) or time.monotonic() >= deadline:
+                    raise
 
     def prepared_cursor(self) -> CursorWrapper:
         """A cursor that binds parameters on the server, for the few statements that every exchange

@@ -18,16 +18,8 @@ import httpx
 import pytest
 from exchange_client import ExchangeClient
 
-from tests.clients.conftest import (
-    EXCHANGE_CLIENT,
-    Adapter,
-    Owner,
-    cli_env,
-    query,
-    run_cli,
-    stock,
-)
-from tests.stack.conftest import Gunicorn, StackDatabase, wait_until
+from tests.clients.conftest import EXCHANGE_CLIENT, cli_env, query, run_cli, stock
+from tests.stack.conftest import Adapter, Gunicorn, Owner, StackDatabase, wait_until
 
 pytestmark = pytest.mark.stack
 

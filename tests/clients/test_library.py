@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from exchange_client import ExchangeClient, Message, Summary
 
-from tests.clients.conftest import Adapter, Owner, query, stock
-from tests.stack.conftest import Gunicorn, StackDatabase, wait_until
+from tests.clients.conftest import query, stock
+from tests.stack.conftest import Adapter, Gunicorn, Owner, StackDatabase, wait_until
 from tests.stack.processes import running_gunicorn
 
 pytestmark = pytest.mark.stack

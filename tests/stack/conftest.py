@@ -115,3 +115,63 @@ def gunicorn(
     }
     with running_gunicorn(stack_database, tmp_path_factory.mktemp("gunicorn"), env) as server:
         yield server
+
+
+# The cabinet user who owns a module's adapters (the owner fixture).
+OWNER_EMAIL = "client-owner@example.com"
+OWNER_PASSWORD = "a-long-and-unusual-passphrase"
+OWNER_DEVICE = "client-tests-cabinet"
+
+
+@dataclass(frozen=True)
+class Adapter:
+    adapter_id: int
+    login: str
+    password: str
+
+
+class Owner:
+    """The cabinet user who owns the tests' adapters, signed in to the cabinet API."""
+
+    def __init__(self, base_url: str) -> None:
+        self.http = httpx.Client(
+            base_url=base_url, headers={"X-Device-ID": OWNER_DEVICE}, timeout=30
+        )
+        signed_in = self.http.post(
+            "/api/auth/login/email", json={"email": OWNER_EMAIL, "password": OWNER_PASSWORD}
+        )
+        assert signed_in.status_code == 200, signed_in.text
+        self.user_id: int = signed_in.json()["userDto"]["id"]
+        self.http.headers["Authorization"] = f"Bearer {signed_in.json()['accessToken']}"
+
+    def create_adapter(self, login: str) -> Adapter:
+        answer = self.http.post("/api/users/adapters", json={"login": login})
+        assert answer.status_code == 201, answer.text
+        body = answer.json()
+        return Adapter(body["adapterId"], body["login"], body["password"])
+
+    def rotate_password(self, adapter: Adapter) -> Adapter:
+        """The cabinet's "new password": the adapter's sessions end; its new credentials."""
+        answer = self.http.post(f"/api/users/adapters/{adapter.adapter_id}/password")
+        assert answer.status_code == 200, answer.text
+        return Adapter(adapter.adapter_id, adapter.login, answer.json()["password"])
+
+    def disable(self, adapter: Adapter) -> None:
+        answer = self.http.patch(
+            f"/api/users/adapters/{adapter.adapter_id}", json={"active": False}
+        )
+        assert answer.status_code == 200, answer.text
+
+
+@pytest.fixture(scope="module")
+def owner(gunicorn: Gunicorn, stack_database: StackDatabase) -> Iterator[Owner]:
+    stack_database.shell(
+        "from accounts.models import User\n"
+        "User.objects.create_user(\n"
+        f"    username='client-owner', email={OWNER_EMAIL!r}, password={OWNER_PASSWORD!r},\n"
+        "    first_name='Ada', last_name='Lovelace', phone='+4915112345678', email_confirmed=True,\n"
+        ")\n"
+    )
+    cabinet = Owner(gunicorn.base_url)
+    yield cabinet
+    cabinet.http.close()
