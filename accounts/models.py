@@ -346,6 +346,7 @@ class AuditEvent(models.Model):
         ACCOUNT_ENABLED = "ACCOUNT_ENABLED", _("Account enabled")
         ACCOUNT_EXPIRY_SET = "ACCOUNT_EXPIRY_SET", _("Account expiry set")
         CREDENTIALS_EXPIRY_SET = "CREDENTIALS_EXPIRY_SET", _("Credentials expiry set")
+        QUEUE_PURGED = "QUEUE_PURGED", _("Queue purged")
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
     user = models.ForeignKey(

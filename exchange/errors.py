@@ -23,6 +23,18 @@ class MessageNotFound(ApplicationError):
     default_detail = "You have no message with this id waiting for an acknowledgement."
 
 
+class QueueFull(RateLimited):
+    """The recipient's queue holds EXCHANGE_MAX_QUEUE_DEPTH messages: RabbitMQ's reject-publish.
+    The sender retries after Retry-After, once the recipient has received and acknowledged."""
+
+    code = "QUEUE_FULL"
+    default_detail = "The recipient's queue is full; retry once it has taken messages off it."
+    retry_after = 5
+
+    def __init__(self) -> None:
+        super().__init__(retry_after_seconds=self.retry_after)
+
+
 class TooManyWaiting(RateLimited):
     default_detail = "Too many long polls are waiting on this server; retry shortly."
 

@@ -22,6 +22,20 @@ sent = Counter("platform_exchange_messages_sent", "Messages accepted by the exch
 redeliveries = Counter(
     "platform_exchange_redeliveries", "Deliveries of messages that had been delivered before"
 )
+sends_refused = Counter(
+    "platform_exchange_sends_refused",
+    "Sends refused for the recipient's sake, by reason (queue_full)",
+    ["reason"],
+)
+expired = Counter(
+    "platform_exchange_messages_expired",
+    "Messages moved to the dead letters unreceived after EXCHANGE_MESSAGE_RETENTION_DAYS",
+)
+purged = Counter("platform_exchange_messages_purged", "Messages deleted by their owners' purges")
+dead_letters_dropped = Counter(
+    "platform_exchange_dead_letters_dropped",
+    "Dead letters dropped after EXCHANGE_DEAD_LETTER_DAYS",
+)
 
 CACHE_SECONDS = 10.0
 

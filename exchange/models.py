@@ -127,8 +127,13 @@ class DeadLetter(models.Model):
     first_received_at = models.DateTimeField(null=True, blank=True)
     receive_count = models.IntegerField()
     dead_at = models.DateTimeField(db_default=Now())
+    # MAX_DELIVERIES, or EXPIRED (nobody received it within EXCHANGE_MESSAGE_RETENTION_DAYS).
     reason = models.CharField(max_length=32)
     last_device = models.CharField(max_length=160, null=True, blank=True)  # noqa: DJ001
+
+    class Meta:
+        # Dead letters older than EXCHANGE_DEAD_LETTER_DAYS are dropped in batches by their age.
+        indexes = [models.Index(fields=["dead_at"], name="exchange_dead_age_idx")]
 
     def __str__(self) -> str:
         return str(self.message_id)

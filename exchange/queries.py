@@ -169,3 +169,56 @@ RETURNING message_id, recipient_id
 
 NOTIFY_CHANNEL = "exchange_message"
 NOTIFY = "SELECT pg_notify('exchange_message', %(recipient)s::text)"
+
+# Bounded queues (exchange/services/queues.py). The depth of one recipient's queue, counted no
+# further than the limit: a full queue costs at most that many index entries, once per
+# DEPTH_SECONDS (the count is cached and kept up to date by sends in between).
+DEPTH = """
+SELECT count(*) FROM (
+    SELECT 1 FROM exchange_message WHERE recipient_id = %(recipient)s LIMIT %(limit)s
+) AS queued
+"""
+
+# One batch of a purge: the recipient's messages, leased or not. A row that a receive or an ACK
+# holds at this instant is skipped: it is being delivered or acknowledged.
+PURGE = """
+DELETE FROM exchange_message
+WHERE message_id IN (
+    SELECT message_id FROM exchange_message
+    WHERE recipient_id = %(recipient)s
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+)
+"""
+
+# One batch of messages enqueued before the cutoff and not leased now, to the dead letters as
+# EXPIRED. No index covers enqueued_at (every send would pay for one): a scan of the hot table,
+# which holds only what is undelivered, every few minutes.
+EXPIRE = """
+WITH expired AS (
+    DELETE FROM exchange_message m
+    WHERE m.message_id IN (
+        SELECT message_id FROM exchange_message
+        WHERE enqueued_at < %(cutoff)s
+          AND (lease_token IS NULL OR visible_at <= statement_timestamp())
+        LIMIT %(batch)s
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING m.*
+)
+INSERT INTO exchange_deadletter (
+    message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
+    first_received_at, receive_count, dead_at, reason, last_device
+)
+SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
+       first_received_at, receive_count, statement_timestamp(), 'EXPIRED', leased_by
+FROM expired
+"""
+
+# One batch of dead letters older than the cutoff, dropped (exchange_dead_age_idx).
+DEAD_LETTERS_DROP = """
+DELETE FROM exchange_deadletter
+WHERE id IN (
+    SELECT id FROM exchange_deadletter WHERE dead_at < %(cutoff)s ORDER BY dead_at LIMIT %(batch)s
+)
+"""

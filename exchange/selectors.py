@@ -21,6 +21,11 @@ class QueueStats:
     dead_lettered: int
     oldest_age_seconds: int | None
 
+    @property
+    def depth(self) -> int:
+        """What counts against EXCHANGE_MAX_QUEUE_DEPTH: every message not yet acknowledged."""
+        return self.available + self.in_flight + self.delayed
+
     def as_json(self) -> dict[str, int | None]:
         return {
             "available": self.available,

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from exchange.models import IdempotencyKey
 from exchange.services.history import delivery_log_partitions_maintain
+from exchange.services.queues import queues_trim
 
 IDEMPOTENCY_KEY_HOURS = 24
 
@@ -25,3 +26,9 @@ def idempotency_keys_expire_task() -> int:
     cutoff = timezone.now() - timedelta(hours=IDEMPOTENCY_KEY_HOURS)
     deleted, _ = IdempotencyKey.objects.filter(created_at__lt=cutoff).delete()
     return deleted
+
+
+@shared_task(name="exchange.queues_trim")
+def queues_trim_task() -> dict[str, int]:
+    trimmed = queues_trim()
+    return {"expired": trimmed.expired, "dropped": trimmed.dropped}

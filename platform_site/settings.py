@@ -245,6 +245,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
         "schedule": timedelta(hours=1),
     },
 }
+    # Messages past EXCHANGE_MESSAGE_RETENTION_DAYS to the dead letters, and dead letters past
+    # EXCHANGE_DEAD_LETTER_DAYS dropped: in batches, each its own short transaction.
+    "queues-trim": {
+        "task": "exchange.queues_trim",
+        "schedule": timedelta(minutes=10),
+    },
 
 # --- E-mail and SMS ------------------------------------------------------------------------------
 
@@ -349,6 +355,12 @@ EXCHANGE_LONG_POLL_MAX_WAITING = env_int("EXCHANGE_LONG_POLL_MAX_WAITING", 6, mi
 # message at EXCHANGE_MAX_PAYLOAD_BYTES with its envelope.
 HTTP_MAX_BODY_BYTES = env_int("HTTP_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = HTTP_MAX_BODY_BYTES
+# Bounds of what a sender can pile up (docs/operations.md, "Bounded queues"): messages waiting per
+# recipient before sends are refused (429 QUEUE_FULL); days a message may wait for anyone to
+# receive it before it moves to the dead letters as EXPIRED; days dead letters are kept.
+EXCHANGE_MAX_QUEUE_DEPTH = env_int("EXCHANGE_MAX_QUEUE_DEPTH", 100_000, minimum=1)
+EXCHANGE_MESSAGE_RETENTION_DAYS = env_int("EXCHANGE_MESSAGE_RETENTION_DAYS", 14, minimum=1)
+EXCHANGE_DEAD_LETTER_DAYS = env_int("EXCHANGE_DEAD_LETTER_DAYS", 30, minimum=1)
 
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)

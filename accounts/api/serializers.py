@@ -109,6 +109,10 @@ class AdapterUpdateInput(Input):
     active = serializers.BooleanField()
 
 
+class PurgedOutput(serializers.Serializer[Any]):
+    purged = serializers.IntegerField(help_text="How many messages the purge deleted.")
+
+
 class RouteCreateInput(Input):
     senderAdapterId = serializers.IntegerField(min_value=1)
 

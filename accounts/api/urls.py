@@ -25,6 +25,7 @@ urlpatterns = [
     path("users/adapters", views.AdaptersApi.as_view()),
     path("users/adapters/<int:adapter_id>", views.AdapterApi.as_view()),
     path("users/adapters/<int:adapter_id>/password", views.AdapterPasswordApi.as_view()),
+    path("users/adapters/<int:adapter_id>/purge", views.AdapterPurgeApi.as_view()),
     path("users/adapters/<int:adapter_id>/routes", views.AdapterRoutesApi.as_view()),
     path("users/adapters/<int:adapter_id>/routes/<int:sender_id>", views.AdapterRouteApi.as_view()),
 ]

@@ -24,6 +24,7 @@ from accounts.api.serializers import (
     LoginEmailInput,
     LoginSuccessOutput,
     LoginUsernameInput,
+    PurgedOutput,
     RefreshTokenInput,
     RouteCreateInput,
     TokenPairOutput,
@@ -43,6 +44,7 @@ from accounts.services.adapters import (
 )
 from accounts.services.sessions import session_logout, session_refresh
 from accounts.services.sign_in import IdentifierKind, sign_in
+from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
 from platform_site.errors import ApplicationError
 from platform_site.ratelimits import (
@@ -280,6 +282,19 @@ class AdapterPasswordApi(CabinetApi):
     def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
         adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
         return Response({"password": adapter_password_rotate(adapter=adapter)})
+
+
+class AdapterPurgeApi(CabinetApi):
+    @extend_schema(
+        operation_id="adapters_purge",
+        summary="Delete every message waiting for this adapter (its dead letters stay)",
+        request=None,
+        responses={200: PurgedOutput, **problem_responses(400, 401, 403, 404, 429)},
+        tags=["adapters"],
+    )
+    def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
+        adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
+        return Response({"purged": queue_purge(adapter=adapter, actor=request.user)})
 
 
 class AdapterRoutesApi(CabinetApi):

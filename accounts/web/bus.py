@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -22,7 +23,9 @@ from accounts.services.sessions import sessions_revoke_for_user
 from accounts.web.forms import AdapterCreateForm
 from exchange.models import DeadLetter, Message
 from exchange.services.dead_letters import dead_letters_redrive
+from exchange.selectors import queue_stats
 from exchange.services.messages import message_send
+from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
 from platform_site.errors import ApplicationError
 
@@ -52,6 +55,7 @@ def bus_page(request: HttpRequest) -> HttpResponse:
             "recent": Message.objects.filter(recipient_id__in=ids)
             .select_related("recipient", "sender")
             .order_by("-seq")[:RECENT],
+            "queue_limit": settings.EXCHANGE_MAX_QUEUE_DEPTH,
             "dead_letters": DeadLetter.objects.filter(recipient_id__in=ids)
             .select_related("recipient", "sender")
             .order_by("-dead_at")[:RECENT],
@@ -160,6 +164,31 @@ def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> H
         messages.error(request, _("Unknown action."))
         return redirect("/bus")
     return _adapter_action(request, adapter_id, actions[action])
+
+
+@login_required(login_url="/login")
+def adapter_purge_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
+    """A purge deletes what cannot be brought back: the page asks first, the POST purges."""
+    owner = _owner(request)
+    try:
+        adapter = adapter_for_owner(owner=owner, adapter_id=adapter_id)
+    except ApplicationError as error:
+        messages.error(request, error.detail)
+        return redirect("/bus")
+    if request.method == "POST":
+        purged = queue_purge(adapter=adapter, actor=owner)
+        messages.success(
+            request,
+            ngettext(
+                "%(count)s message waiting for %(login)s is deleted.",
+                "%(count)s messages waiting for %(login)s are deleted.",
+                purged,
+            )
+            % {"count": purged, "login": adapter.username},
+        )
+        return redirect("/bus")
+    queue = queue_stats(recipient_ids=[adapter.pk])[adapter.pk]
+    return render(request, "cabinet/purge.html", {"adapter": adapter, "queue": queue})
 
 
 @login_required(login_url="/login")

@@ -19,6 +19,7 @@ urlpatterns = [
     path("settings/sessions/revoke", views.session_revoke_page, name="session-revoke"),
     path("bus", bus.bus_page, name="bus"),
     path("bus/adapters", bus.adapter_create_page, name="adapter-create"),
+    path("bus/adapters/<int:adapter_id>/purge", bus.adapter_purge_page, name="adapter-purge"),
     path(
         "bus/adapters/<int:adapter_id>/<slug:action>",
         bus.adapter_action_page,

@@ -26,6 +26,7 @@ from exchange import metrics, queries
 from exchange.errors import IdempotencyKeyReused, SendNotAllowed
 from exchange.models import IdempotencyKey, Message
 from exchange.selectors import may_send
+from exchange.services.queues import queue_admit
 from exchange.wakeups import FALLBACK_POLL_SECONDS, wakeups
 from platform_site.database import prepared_cursor
 from platform_site.errors import PayloadTooLarge
@@ -121,6 +122,8 @@ def message_send(
                 if first.body_hash != body_hash:
                     raise IdempotencyKeyReused()
                 return Sent(message_id=first.message_id, duplicate=True)
+        # After the key: a replay of a message already queued is a duplicate, even when full.
+        queue_admit(recipient_id=to)
         Message.objects.create(
             message_id=message_id,
             recipient_id=to,

@@ -47,6 +47,7 @@ CONTRACT = {
     ("patch", "/api/users/adapters/{adapter_id}"): {200, 400, 401, 403, 404, 429},
     ("delete", "/api/users/adapters/{adapter_id}"): {200, 400, 401, 403, 404, 429},
     ("post", "/api/users/adapters/{adapter_id}/password"): {200, 400, 401, 403, 404, 429},
+    ("post", "/api/users/adapters/{adapter_id}/purge"): {200, 400, 401, 403, 404, 429},
     ("post", "/api/users/adapters/{adapter_id}/routes"): {200, 201, 400, 401, 403, 404, 429},
     ("delete", "/api/users/adapters/{adapter_id}/routes/{sender_id}"): {
         200,
@@ -203,6 +204,7 @@ OPERATION_TAGS = {
     "adapters_delete": "adapters",
     "adapters_list": "adapters",
     "adapters_password_rotate": "adapters",
+    "adapters_purge": "adapters",
     "adapters_routes_grant": "adapters",
     "adapters_routes_withdraw": "adapters",
     "adapters_update": "adapters",
@@ -243,6 +245,7 @@ COMPONENTS = {
     "AdapterListOutput",
     "AdapterOutput",
     "AdapterPasswordOutput",
+    "PurgedOutput",
     "AdapterUpdateInputRequest",
     "ChallengeOutput",
     "ChangePasswordInputRequest",
