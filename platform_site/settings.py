@@ -244,13 +244,13 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
         "task": "exchange.idempotency_keys_expire",
         "schedule": timedelta(hours=1),
     },
-}
     # Messages past EXCHANGE_MESSAGE_RETENTION_DAYS to the dead letters, and dead letters past
     # EXCHANGE_DEAD_LETTER_DAYS dropped: in batches, each its own short transaction.
     "queues-trim": {
         "task": "exchange.queues_trim",
         "schedule": timedelta(minutes=10),
     },
+}
 
 # --- E-mail and SMS ------------------------------------------------------------------------------
 
