@@ -22,8 +22,8 @@ from accounts.services.adapters import adapter_create, adapter_for_owner, adapte
 from accounts.services.sessions import sessions_revoke_for_user
 from accounts.web.forms import AdapterCreateForm
 from exchange.models import DeadLetter, Message
-from exchange.services.dead_letters import dead_letters_redrive
 from exchange.selectors import queue_stats
+from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.messages import message_send
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
