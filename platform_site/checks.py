@@ -31,8 +31,30 @@ def check_secrets(
                 id="platform.E002",
             )
         )
-    elif len(settings.JWT_SIGNING_KEY) < 32:
-        messages.append(Error("JWT_SIGNING_KEY is shorter than 32 characters.", id="platform.E003"))
+    elif len(settings.JWT_SIGNING_KEY) < (minimum := settings.JWT_SIGNING_KEY_MIN_LENGTH):
+        messages.append(
+            Error(f"JWT_SIGNING_KEY is shorter than {minimum} characters.", id="platform.E003")
+        )
+    if settings.DEVELOPMENT_JWT_SIGNING_KEY in settings.JWT_PREVIOUS_SIGNING_KEYS:
+        # Tokens the development key signs would verify: it is public, so nobody signed in under
+        # it can be told from someone who forged a token.
+        messages.append(
+            Error(
+                "JWT_PREVIOUS_SIGNING_KEYS lists the development key: anyone could sign tokens.",
+                hint="Remove it: sessions signed in under the development key must sign in again.",
+                id="platform.E005",
+            )
+        )
+    if "," in settings.JWT_SIGNING_KEY:
+        messages.append(
+            Warning(
+                "JWT_SIGNING_KEY contains a comma: it cannot be listed in "
+                "JWT_PREVIOUS_SIGNING_KEYS when it is rotated, so rotating it signs everyone out.",
+                hint="Use keys without commas (openssl rand -hex 32); replacing this one "
+                "without listing it signs every session out once.",
+                id="platform.W005",
+            )
+        )
     return messages
 
 

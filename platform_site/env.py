@@ -50,6 +50,29 @@ def env_secret(name: str, default: str) -> str:
     return env_str(name, default)
 
 
+def env_previous_keys(name: str, *, current: str, min_length: int) -> tuple[str, ...]:
+    """Keys that verify tokens but sign none: comma-separated in ``name`` or the file ``name_FILE``.
+
+    Each is at least ``min_length`` characters, appears once, and is not ``current``. The errors
+    name a key by its position, never by its value: a secret must not reach the logs.
+    """
+    keys = tuple(item.strip() for item in env_secret(name, "").split(",") if item.strip())
+    for position, key in enumerate(keys, start=1):
+        if len(key) < min_length:
+            problem = f"its key {position} is shorter than {min_length} characters"
+        elif key == current:
+            problem = f"its key {position} is the current key, which verifies tokens anyway"
+        elif key in keys[: position - 1]:
+            problem = f"its key {position} is listed twice"
+        else:
+            continue
+        raise ImproperlyConfigured(
+            f"{name} is not valid: {problem}. Expected keys that verify tokens but sign none, "
+            "comma-separated."
+        )
+    return keys
+
+
 def env_bool(name: str, default: bool) -> bool:
     value = _raw(name)
     if value is None:

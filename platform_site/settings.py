@@ -24,6 +24,7 @@ from platform_site.env import (
     env_int,
     env_list,
     env_networks,
+    env_previous_keys,
     env_rate,
     env_secret,
     env_str,
@@ -293,6 +294,12 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 JWT_SIGNING_KEY = env_secret("JWT_SIGNING_KEY", DEVELOPMENT_JWT_SIGNING_KEY)
+JWT_SIGNING_KEY_MIN_LENGTH = 32
+# Keys that verify tokens but sign none: the key before a rotation while its tokens may live, or
+# the next one, announced before it signs (docs/operations.md, "Rotating the token signing key").
+JWT_PREVIOUS_SIGNING_KEYS = env_previous_keys(
+    "JWT_PREVIOUS_SIGNING_KEYS", current=JWT_SIGNING_KEY, min_length=JWT_SIGNING_KEY_MIN_LENGTH
+)
 JWT_ISSUER = env_str("JWT_ISSUER", "exchange-platform")
 JWT_AUDIENCE = env_str("JWT_AUDIENCE", "exchange-platform")
 JWT_ACCESS_TTL_SECONDS = env_int("JWT_ACCESS_TTL_SECONDS", 900, minimum=30)
@@ -301,6 +308,9 @@ SESSION_MAX_AGE_SECONDS = env_int("SESSION_MAX_AGE_SECONDS", 2592000, minimum=60
 
 SIMPLE_JWT = {
     # One algorithm, pinned: tokens signed any other way (none, RS256, HS512...) are refused.
+    # accounts/signing_keys.py signs and verifies the platform's tokens with HS256 (pinned there
+    # as well), the audience, issuer and leeway below, and the key their kid names among
+    # JWT_SIGNING_KEY and JWT_PREVIOUS_SIGNING_KEYS.
     "ALGORITHM": "HS256",
     "SIGNING_KEY": JWT_SIGNING_KEY,
     "VERIFYING_KEY": "",
@@ -345,6 +355,12 @@ AXES_VERBOSE = False
 EXCHANGE_MAX_DELIVERIES = env_int("EXCHANGE_MAX_DELIVERIES", 10, minimum=1)
 EXCHANGE_HISTORY_DAYS = env_int("EXCHANGE_HISTORY_DAYS", 7, minimum=1)
 EXCHANGE_MAX_PAYLOAD_BYTES = env_int("EXCHANGE_MAX_PAYLOAD_BYTES", 256 * 1024, minimum=1024)
+# Bounds of what a sender can pile up (docs/operations.md, "Bounded queues"): messages waiting per
+# recipient before sends are refused (429 QUEUE_FULL); days a message may wait for anyone to
+# receive it before it moves to the dead letters as EXPIRED; days dead letters are kept.
+EXCHANGE_MAX_QUEUE_DEPTH = env_int("EXCHANGE_MAX_QUEUE_DEPTH", 100_000, minimum=1)
+EXCHANGE_MESSAGE_RETENTION_DAYS = env_int("EXCHANGE_MESSAGE_RETENTION_DAYS", 14, minimum=1)
+EXCHANGE_DEAD_LETTER_DAYS = env_int("EXCHANGE_DEAD_LETTER_DAYS", 30, minimum=1)
 EXCHANGE_RATE_LIMIT = env_rate("EXCHANGE_RATE_LIMIT", "6000/m")
 # Long polls waiting at once in one worker process; more get 429 so threads stay free for others.
 EXCHANGE_LONG_POLL_MAX_WAITING = env_int("EXCHANGE_LONG_POLL_MAX_WAITING", 6, minimum=0)
@@ -355,12 +371,6 @@ EXCHANGE_LONG_POLL_MAX_WAITING = env_int("EXCHANGE_LONG_POLL_MAX_WAITING", 6, mi
 # message at EXCHANGE_MAX_PAYLOAD_BYTES with its envelope.
 HTTP_MAX_BODY_BYTES = env_int("HTTP_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = HTTP_MAX_BODY_BYTES
-# Bounds of what a sender can pile up (docs/operations.md, "Bounded queues"): messages waiting per
-# recipient before sends are refused (429 QUEUE_FULL); days a message may wait for anyone to
-# receive it before it moves to the dead letters as EXPIRED; days dead letters are kept.
-EXCHANGE_MAX_QUEUE_DEPTH = env_int("EXCHANGE_MAX_QUEUE_DEPTH", 100_000, minimum=1)
-EXCHANGE_MESSAGE_RETENTION_DAYS = env_int("EXCHANGE_MESSAGE_RETENTION_DAYS", 14, minimum=1)
-EXCHANGE_DEAD_LETTER_DAYS = env_int("EXCHANGE_DEAD_LETTER_DAYS", 30, minimum=1)
 
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)

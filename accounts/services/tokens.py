@@ -1,7 +1,9 @@
 """Token pairs: simplejwt JWTs with typ, sub, sid, jti, role, iat, exp, iss and aud.
 
-The signature, algorithm (pinned to one), issuer, audience, expiry and type are checked by
-simplejwt and PyJWT; whether the session is still alive is the caller's business (sessions.py).
+Tokens are signed with the current key and name it in their ``kid`` header; the signature (with
+the key ``kid`` names, accounts/signing_keys.py), algorithm (pinned to one), issuer, audience,
+expiry and type are checked by simplejwt and PyJWT; whether the session is still alive is the
+caller's business (sessions.py).
 """
 
 from __future__ import annotations
@@ -15,11 +17,17 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 from rest_framework_simplejwt.exceptions import ExpiredTokenError, TokenError
-from rest_framework_simplejwt.tokens import AccessToken, RefreshToken, Token
+from rest_framework_simplejwt.tokens import Token
 from rest_framework_simplejwt.utils import datetime_to_epoch
 
 from accounts.errors import TokenExpired
 from accounts.models import User
+from accounts.signing_keys import (
+    KeyedAccessToken,
+    KeyedRefreshToken,
+    KeyedTokenBackend,
+    token_backend,
+)
 from platform_site.errors import TokenMalformed
 from platform_site.timestamps import rfc3339
 
@@ -87,11 +95,15 @@ def token_pair_issue(
     session_end = session_expires_at.replace(microsecond=0)
     access_expires = min(issued + timedelta(seconds=settings.JWT_ACCESS_TTL_SECONDS), session_end)
     refresh_expires = min(issued + timedelta(seconds=settings.JWT_REFRESH_TTL_SECONDS), session_end)
-    refresh = RefreshToken()
+    refresh = KeyedRefreshToken()
     refresh["jti"] = refresh_jti.hex
     return TokenPair(
         access_token=_signed(
-            AccessToken(), user=user, session_id=session_id, issued=issued, expires=access_expires
+            KeyedAccessToken(),
+            user=user,
+            session_id=session_id,
+            issued=issued,
+            expires=access_expires,
         ),
         access_token_expires_at=access_expires,
         refresh_token=_signed(
@@ -139,14 +151,16 @@ def _verified(token_class: type[Token], raw: str) -> Claims:
 # verifying its signature once is enough. The key is the exact token string, so a token that
 # differs in any byte is verified in full; only verified claims are kept, and expiry is checked
 # against the clock on every request. Whether the session lives is never cached (selectors.py).
+# The configured signing keys are part of the cache key too (``keys`` is there for nothing else):
+# claims verified with a signing key are never served once the settings no longer list it.
 @lru_cache(maxsize=4096)
-def _verified_access(raw: str) -> Claims:
-    return _verified(AccessToken, raw)
+def _verified_access(raw: str, keys: KeyedTokenBackend) -> Claims:
+    return _verified(KeyedAccessToken, raw)
 
 
 def access_token_decode(raw: str) -> Claims:
     """Claims of a valid access token; TokenExpired, or TokenMalformed (a refresh token too)."""
-    claims = _verified_access(raw)
+    claims = _verified_access(raw, token_backend())
     if claims.expires_at <= timezone.now():
         raise TokenExpired()
     return claims
@@ -154,4 +168,4 @@ def access_token_decode(raw: str) -> Claims:
 
 def refresh_token_decode(raw: str) -> Claims:
     """Claims of a valid refresh token; TokenExpired, or TokenMalformed (an access token too)."""
-    return _verified(RefreshToken, raw)
+    return _verified(KeyedRefreshToken, raw)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import secrets
 import uuid
@@ -14,6 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.conf import settings
 
+from accounts.signing_keys import key_id
 from tests.conftest import ApiClient
 
 pytestmark = [
@@ -38,11 +41,12 @@ def with_token(consumer: ApiClient, token: str) -> Any:
 def signed(
     claims: dict[str, Any], *, key: Any = None, algorithm: str = "HS256", headers: Any = None
 ) -> str:
+    """Signed as the platform signs (the current key, named by its kid) unless told otherwise."""
     return jwt.encode(
         claims,
         settings.JWT_SIGNING_KEY if key is None else key,
         algorithm=algorithm,
-        headers=headers,
+        headers={"kid": key_id(settings.JWT_SIGNING_KEY), **(headers or {})},
     )
 
 
@@ -109,6 +113,119 @@ def test_a_tampered_payload_with_the_original_signature_is_refused(consumer):
     response = with_token(consumer, f"{header}.{segment(claims)}.{signature}")
 
     assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED")
+
+
+# Key rotation: the current key signs, a previous key still verifies, a removed key is gone.
+CURRENT = "current-signing-key-of-the-attack-tests-0123456789abcdef"
+PREVIOUS = "previous-signing-key-of-the-attack-tests-0123456789abcde"
+REMOVED = "removed-signing-key-of-the-attack-tests-0123456789abcdef"
+ATTACKER = secrets.token_hex(32)
+
+
+@pytest.fixture
+def rotated(settings: Any) -> None:
+    """CURRENT signs, PREVIOUS verifies; REMOVED verified once and was taken out."""
+    settings.JWT_SIGNING_KEY = CURRENT
+    settings.JWT_PREVIOUS_SIGNING_KEYS = (PREVIOUS,)
+
+
+def kid_signed(claims: dict[str, Any], key: str, kid: Any = None, **headers: Any) -> str:
+    """HS256 over a header written by hand, so that kid may be anything (PyJWT would refuse)."""
+    header = {"alg": "HS256", "typ": "JWT", **headers}
+    if kid is not None:
+        header["kid"] = kid
+    signing_input = f"{segment(header)}.{segment(claims)}"
+    digest = hmac.new(key.encode(), signing_input.encode(), hashlib.sha256).digest()
+    return f"{signing_input}.{base64.urlsafe_b64encode(digest).rstrip(b'=').decode()}"
+
+
+ROTATION_FORGERIES = [
+    pytest.param(lambda c: kid_signed(c, ATTACKER, key_id(PREVIOUS)), id="previous-kid-forged"),
+    pytest.param(lambda c: kid_signed(c, CURRENT, key_id(PREVIOUS)), id="previous-kid-current-key"),
+    pytest.param(lambda c: kid_signed(c, PREVIOUS, key_id(CURRENT)), id="current-kid-previous-key"),
+    pytest.param(lambda c: kid_signed(c, REMOVED, key_id(REMOVED)), id="removed-key-with-its-kid"),
+    pytest.param(lambda c: kid_signed(c, REMOVED), id="removed-key-without-kid"),
+    pytest.param(lambda c: kid_signed(c, ATTACKER), id="no-kid-forged"),
+    pytest.param(lambda c: kid_signed(c, CURRENT, "../../../../etc/passwd"), id="kid-path"),
+    pytest.param(
+        lambda c: kid_signed(c, CURRENT, key_id(CURRENT) + "/../" + key_id(PREVIOUS)),
+        id="kid-path-after-a-real-kid",
+    ),
+    pytest.param(lambda c: kid_signed(c, CURRENT, key_id(CURRENT).upper()), id="kid-upper-case"),
+    pytest.param(lambda c: kid_signed(c, ATTACKER, ATTACKER), id="kid-carrying-the-key"),
+    pytest.param(lambda c: kid_signed(c, CURRENT, ""), id="kid-empty"),
+    pytest.param(lambda c: kid_signed(c, CURRENT, 7), id="kid-number"),
+    pytest.param(lambda c: kid_signed(c, CURRENT, [key_id(CURRENT)]), id="kid-list"),
+    pytest.param(lambda c: kid_signed(c, CURRENT, {"kid": key_id(CURRENT)}), id="kid-object"),
+    pytest.param(
+        lambda c: kid_signed(
+            c, ATTACKER, key_id(CURRENT), jku="https://evil.example/.well-known/jwks.json"
+        ),
+        id="jku-with-the-current-kid",
+    ),
+    pytest.param(
+        lambda c: kid_signed(
+            c,
+            ATTACKER,
+            key_id(CURRENT),
+            jwk={"kty": "oct", "kid": key_id(CURRENT), "k": segment_bytes(ATTACKER.encode())},
+        ),
+        id="jwk-with-the-current-kid",
+    ),
+    pytest.param(
+        lambda c: kid_signed(c, ATTACKER, key_id(CURRENT), x5u="https://evil.example/cert.pem"),
+        id="x5u-with-the-current-kid",
+    ),
+    pytest.param(
+        lambda c: f"{segment({'alg': 'none', 'typ': 'JWT', 'kid': key_id(CURRENT)})}.{segment(c)}.",
+        id="alg-none-with-the-current-kid",
+    ),
+    pytest.param(
+        lambda c: jwt.encode(c, CURRENT, algorithm="HS512", headers={"kid": key_id(CURRENT)}),
+        id="hs512-current-key-and-kid",
+    ),
+    pytest.param(
+        lambda c: jwt.encode(c, PREVIOUS, algorithm="HS384", headers={"kid": key_id(PREVIOUS)}),
+        id="hs384-previous-key-and-kid",
+    ),
+]
+
+
+def segment_bytes(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def presented(consumer: ApiClient, kind: str, token: str) -> Any:
+    if kind == "access":
+        return with_token(consumer, token)
+    return consumer.call("post", "/api/auth/refresh", {"refreshToken": token})
+
+
+@pytest.mark.parametrize("kind", ["access", "refresh"])
+@pytest.mark.parametrize(
+    "sign",
+    [
+        pytest.param(lambda c: kid_signed(c, CURRENT, key_id(CURRENT)), id="current"),
+        pytest.param(lambda c: kid_signed(c, PREVIOUS, key_id(PREVIOUS)), id="previous"),
+        pytest.param(lambda c: kid_signed(c, CURRENT), id="current-without-kid"),
+        pytest.param(lambda c: kid_signed(c, PREVIOUS), id="previous-without-kid"),
+    ],
+)
+def test_tokens_signed_with_a_configured_key_are_accepted(rotated, consumer, kind, sign):
+    # The control for the forgeries below: the same claims, signed with a key the platform holds.
+    response = presented(consumer, kind, sign(claims_of(consumer.tokens[f"{kind}Token"])))
+
+    assert response.status_code == 200, response.content
+
+
+@pytest.mark.parametrize("kind", ["access", "refresh"])
+@pytest.mark.parametrize("forge", ROTATION_FORGERIES)
+def test_forgeries_against_rotated_keys_are_401_token_malformed(rotated, consumer, kind, forge):
+    response = presented(consumer, kind, forge(claims_of(consumer.tokens[f"{kind}Token"])))
+
+    assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED")
+    # Refused before the session is looked at: a forged refresh token revokes nothing.
+    assert with_token(consumer, consumer.tokens["accessToken"]).status_code == 200
 
 
 def test_an_expired_token_with_a_valid_signature_is_token_expired(consumer):
@@ -194,7 +311,11 @@ def test_issued_tokens_carry_the_contract_claims_and_header(consumer):
         "exchange-platform",
         "ADAPTER",
     )
-    assert jwt.get_unverified_header(consumer.tokens["accessToken"])["alg"] == "HS256"
+    assert jwt.get_unverified_header(consumer.tokens["accessToken"]) == {
+        "alg": "HS256",
+        "kid": key_id(settings.JWT_SIGNING_KEY),
+        "typ": "JWT",
+    }
 
 
 PAST = int((datetime.now(UTC) - timedelta(days=1)).timestamp())

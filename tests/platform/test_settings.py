@@ -20,6 +20,7 @@ from platform_site.env import (
     env_int,
     env_list,
     env_networks,
+    env_previous_keys,
     env_secret,
     env_str,
     env_subset,
@@ -128,6 +129,51 @@ def test_an_unreadable_secret_file_fails_loudly(monkeypatch, tmp_path):
         env_secret("TOKEN", "default")
 
 
+CURRENT_KEY = "current-key-0123456789abcdef0123456789abcdef"
+OLD_KEY = "old-key-0123456789abcdef0123456789abcdef0123"
+OLDER_KEY = "older-key-0123456789abcdef0123456789abcdef01"
+
+
+def test_previous_keys_are_read_comma_separated(monkeypatch):
+    monkeypatch.setenv("KEYS", f" {OLD_KEY} ,{OLDER_KEY},, ")
+
+    assert env_previous_keys("KEYS", current=CURRENT_KEY, min_length=32) == (OLD_KEY, OLDER_KEY)
+
+
+def test_previous_keys_may_come_from_a_file(monkeypatch, tmp_path):
+    (tmp_path / "keys").write_text(f"{OLD_KEY},{OLDER_KEY}\n")
+    monkeypatch.setenv("KEYS_FILE", str(tmp_path / "keys"))
+
+    assert env_previous_keys("KEYS", current=CURRENT_KEY, min_length=32) == (OLD_KEY, OLDER_KEY)
+
+
+def test_no_previous_keys_is_an_empty_tuple(monkeypatch):
+    monkeypatch.delenv("KEYS", raising=False)
+
+    assert env_previous_keys("KEYS", current=CURRENT_KEY, min_length=32) == ()
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (f"{OLD_KEY},short-old-key", "its key 2 is shorter than 32 characters"),
+        (f"{CURRENT_KEY}", "its key 1 is the current key, which verifies tokens anyway"),
+        (f"{OLD_KEY},{OLDER_KEY},{OLD_KEY}", "its key 3 is listed twice"),
+    ],
+)
+def test_bad_previous_keys_fail_loudly_without_showing_a_key(monkeypatch, value, problem):
+    monkeypatch.setenv("KEYS", value)
+
+    with pytest.raises(ImproperlyConfigured) as raised:
+        env_previous_keys("KEYS", current=CURRENT_KEY, min_length=32)
+
+    assert str(raised.value) == (
+        f"KEYS is not valid: {problem}. Expected keys that verify tokens but sign none, "
+        "comma-separated."
+    )
+    assert not any(key in str(raised.value) for key in (CURRENT_KEY, OLD_KEY, "short-old-key"))
+
+
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
@@ -197,6 +243,11 @@ def run_settings(code: str, **variables: str) -> subprocess.CompletedProcess[str
             "DATABASE_URL must be a postgresql:// URL",
         ),
         ("EMAIL_URL", "gmail", "EMAIL_URL='gmail' is not valid"),
+        (
+            "JWT_PREVIOUS_SIGNING_KEYS",
+            "an-old-key",
+            "JWT_PREVIOUS_SIGNING_KEYS is not valid: its key 1 is shorter than 32 characters",
+        ),
     ],
 )
 def test_start_up_stops_on_a_bad_variable(variable, value, message):
@@ -321,6 +372,38 @@ def test_deploy_check_refuses_the_development_defaults():
     assert result.returncode == 1
     for check in ("platform.E001", "platform.E002", "platform.W001"):
         assert check in result.stderr
+
+
+def test_start_up_stops_when_the_current_signing_key_is_also_listed_as_previous():
+    key = PRODUCTION["JWT_SIGNING_KEY"]
+
+    result = run_settings("", JWT_SIGNING_KEY=key, JWT_PREVIOUS_SIGNING_KEYS=f"{OLD_KEY},{key}")
+
+    assert result.returncode == 1
+    assert "JWT_PREVIOUS_SIGNING_KEYS is not valid: its key 2 is the current key" in result.stderr
+    assert key not in result.stderr
+
+
+def test_the_deploy_check_is_clean_in_the_middle_of_a_rotation():
+    result = check_deploy(**PRODUCTION, JWT_PREVIOUS_SIGNING_KEYS=f"{OLD_KEY},{OLDER_KEY}")
+
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_deploy_check_refuses_the_development_key_as_a_previous_key():
+    development_key = "development-only-jwt-signing-key-do-not-use-in-production-0123"
+
+    result = check_deploy(**PRODUCTION, JWT_PREVIOUS_SIGNING_KEYS=development_key)
+
+    assert result.returncode == 1
+    assert "platform.E005" in result.stderr
+
+
+def test_the_deploy_check_warns_about_a_signing_key_that_could_not_be_listed_as_previous():
+    result = check_deploy(**{**PRODUCTION, "JWT_SIGNING_KEY": f"{CURRENT_KEY},with-a-comma"})
+
+    assert result.returncode == 1
+    assert "platform.W005" in result.stderr
 
 
 def test_an_sms_gateway_without_an_http_url_fails_every_startup_check():
