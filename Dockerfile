@@ -9,25 +9,26 @@
 ARG PYTHON_IMAGE=python:3.11-slim
 ARG NGINX_IMAGE=nginx:1.27
 
-# --- build: wheels of every dependency, the virtualenv, and collectstatic ------------------------
+# --- build: the virtualenv from the runtime lock, the platform, and collectstatic ----------------
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /app
-# Dependencies first: this layer is rebuilt only when pyproject.toml changes.
-COPY pyproject.toml README.md ./
-RUN mkdir -p platform_site accounts exchange health \
-    && touch platform_site/__init__.py accounts/__init__.py exchange/__init__.py health/__init__.py \
-    && pip wheel --wheel-dir /wheels . \
-    && python -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-index --find-links /wheels /wheels/*.whl \
-    && /opt/venv/bin/pip uninstall -y exchange-platform \
-    && rm -rf platform_site accounts exchange health
+# Dependencies first, the versions CI tested (requirements/, docs/deployment.md): pip and the build
+# backend, then the runtime lock, wheels only, every file checked against its hash. This layer is
+# rebuilt only when a lock changes.
+COPY requirements/build.txt requirements/runtime.txt requirements/
+RUN python -m venv /opt/venv \
+    && /opt/venv/bin/pip install --require-hashes --only-binary :all: -r requirements/build.txt \
+    && /opt/venv/bin/pip install --require-hashes --only-binary :all: --no-build-isolation \
+       -r requirements/runtime.txt
 COPY . .
 # The platform itself, installed in place: its metadata (the version /actuator/info shows) is in the
 # virtualenv and its code, templates, static files and translations stay under /app (BASE_DIR).
-RUN /opt/venv/bin/pip install --no-deps -e . \
+# pip check fails the build when pyproject.toml asks for what the lock lacks.
+RUN /opt/venv/bin/pip install --no-deps --no-build-isolation -e . \
+    && /opt/venv/bin/pip check \
     && DATABASE_URL=postgresql://build@127.0.0.1:1/build STATIC_ROOT=/srv/static \
        /opt/venv/bin/python manage.py collectstatic --no-input --verbosity 0
 

