@@ -33,6 +33,7 @@ class Availability:
         self._down = False
         self._checked_at = -PROBE_INTERVAL_SECONDS
         self._probing = threading.Lock()
+        self._flipping = threading.Lock()  # one log line per change, though threads observe at once
 
     @property
     def down(self) -> bool:
@@ -40,13 +41,14 @@ class Availability:
 
     def observed(self, *, answers: bool) -> None:
         """A direct connection to the server worked, or failed (the health check's, a probe's)."""
-        if answers == self._down:
-            if answers:
-                logger.warning("PostgreSQL answers again")
-            else:
-                logger.warning("PostgreSQL does not answer: requests that need it get 503")
-        self._down = not answers
-        self._checked_at = time.monotonic()
+        with self._flipping:
+            if answers == self._down:
+                if answers:
+                    logger.warning("PostgreSQL answers again")
+                else:
+                    logger.warning("PostgreSQL does not answer: requests that need it get 503")
+            self._down = not answers
+            self._checked_at = time.monotonic()
 
     def answers(self, connect: dict[str, Any]) -> bool:
         """Whether the server accepts a connection now (``connect``: psycopg.connect's
