@@ -1,5 +1,6 @@
-"""Who may call what (contract section 2): adapters the exchange API, cabinet users their own
-endpoints, and a user whose administrator required a new password only the allow-list."""
+"""Who may call what (docs/sessions.md, "Tokens and sessions"): adapters the exchange API,
+cabinet users their own endpoints, and a user whose administrator required a new password only
+the allow-list."""
 
 from __future__ import annotations
 

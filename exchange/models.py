@@ -2,7 +2,7 @@
 
 ``Message`` holds only what still has to be delivered (waiting, delayed or leased); an ACK moves
 the row to the day-partitioned ``DeliveryLog`` in one statement, so the hot table stays small.
-research/exchange_anchors.md has the reasons; exchange/queries.py has the SQL.
+docs/exchange.md has the rules and the reasons; exchange/queries.py has the SQL.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ class Message(models.Model):
     receive_count = models.IntegerField(default=0)
     first_received_at = models.DateTimeField(null=True, blank=True)
     lease_token = models.UUIDField(null=True, blank=True)
-    # NULL together with lease_token whenever the message is not leased (the hot SQL's contract).
+    # NULL together with lease_token whenever the message is not leased: exchange/queries.py
+    # relies on it.
     leased_by = models.CharField(max_length=160, null=True, blank=True)  # noqa: DJ001
 
     class Meta:

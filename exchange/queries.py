@@ -1,17 +1,21 @@
-"""The exchange's hot-path SQL, one statement per operation (research/exchange_anchors.md, 2.3).
+"""The exchange's hot-path SQL, one statement per operation (docs/exchange.md, "Decisions").
 
 Times are statement_timestamp(), the clock Django's Now() (the columns' defaults) uses: now()
 would be the start of an enclosing transaction, which stands still.
 
 Receive and ACK each run as a single autocommit statement: one round trip, no transaction held
 across Python code, and row locks taken with SKIP LOCKED so parallel consumers never wait on
-each other. tests/exchange/test_queries.py pins what each statement does.
+each other. Tests pin what each statement does: tests/exchange/test_messages_api.py through the
+API (receive, redelivery, dead letters, ACK, nack, lease, stats, redrive),
+tests/exchange/test_long_poll.py with parallel consumers, tests/exchange/test_bounded_queues.py
+the depth, purge and trim statements.
 """
 
 # Claim up to %(max)s messages for one consumer instance. A message this instance already holds
-# (received, not acknowledged) comes back first in queue order even inside its lease: that is
-# the seed's "delivered again on the next receive". Messages past EXCHANGE_MAX_DELIVERIES move to
-# the dead letters in the same statement instead of being delivered again.
+# (received, not acknowledged) comes back in queue order even inside its lease: a consumer whose
+# ACK failed gets it on its very next receive, not after the lease (docs/exchange.md, "Receiving
+# and leases"). Messages past EXCHANGE_MAX_DELIVERIES move to the dead letters in the same
+# statement instead of being delivered again.
 #
 # Each delivery comes back as its JSON, rendered by PostgreSQL (json_build_object keeps the key
 # order): a batch of 100 costs Python no timestamp parsing and no re-encoding of payloads. The

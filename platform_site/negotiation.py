@@ -15,7 +15,8 @@ PLAIN_ACCEPTS = frozenset({"*/*", "application/json"})
 class ContentNegotiation(DefaultContentNegotiation):
     """The API renders JSON only (and problem+json for errors): a request that accepts anything or
     JSON gets the first renderer at once, anything else goes through DRF's negotiation (and its
-    406). Negotiation ran on every request and cost as much as the view of whoami."""
+    406). Negotiation runs on every request, and DRF's parses the Accept header each time: a
+    measurable share of a request as small as whoami (docs/performance.md has the figures)."""
 
     def select_renderer(
         self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
