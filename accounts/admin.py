@@ -6,7 +6,6 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm, UsernameField
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -17,8 +16,13 @@ from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
+from accounts import liveness
 from accounts.models import AuditEvent, Challenge, OutboxMessage, Session, SignInGate, User
 from accounts.services.accounts import (
+    account_credentials_expire,
+    account_delete,
+    account_edit,
+    account_expire,
     account_require_password_change,
     account_sessions_revoke,
     account_set_active,
@@ -28,7 +32,7 @@ from accounts.services.adapters import adapter_password_rotate
 from accounts.services.audit import Kind, audit
 from accounts.services.lockout import gate_of
 from accounts.services.passwords import password_set_by_administrator
-from accounts.services.sessions import session_revoke, sessions_revoke_for_user
+from accounts.services.sessions import session_delete, session_revoke
 
 
 class PlatformUserCreationForm(AdminUserCreationForm):
@@ -142,8 +146,9 @@ class UserAdmin(DjangoUserAdmin[User]):
     def user_change_password(
         self, request: HttpRequest, id: str, form_url: str = ""
     ) -> HttpResponse:
-        """Django's "Change password" form, followed by what every password change does."""
-        with transaction.atomic():
+        """Django's "Change password" form (it saves the user), followed by what every password
+        change does."""
+        with liveness.changing([int(id)]):
             response = super().user_change_password(request, id, form_url)
             if request.method == "POST" and response.status_code == 302:  # the form saved it
                 user = get_object_or_404(User, pk=id)
@@ -182,26 +187,14 @@ class UserAdmin(DjangoUserAdmin[User]):
 
     @admin.action(description="Expire credentials now (next sign-in: ACTION_RESET_PASSWORD)")
     def expire_credentials(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        now = timezone.now()
         for user in queryset:
-            with transaction.atomic():
-                User.objects.filter(pk=user.pk).update(credentials_expire_at=now)
-                audit(
-                    Kind.CREDENTIALS_EXPIRY_SET,
-                    user=user,
-                    actor=_actor(request),
-                    at=now.isoformat(),
-                )
+            account_credentials_expire(user=user, actor=_actor(request))
         self.message_user(request, f"Credentials of {queryset.count()} accounts expired.")
 
     @admin.action(description="Expire account now (sign-in: 403 ACCOUNT_EXPIRED; sessions end)")
     def expire_account(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        now = timezone.now()
         for user in queryset:
-            with transaction.atomic():
-                User.objects.filter(pk=user.pk).update(account_expires_at=now)
-                sessions_revoke_for_user(user=user, reason="expired")
-                audit(Kind.ACCOUNT_EXPIRY_SET, user=user, actor=_actor(request), at=now.isoformat())
+            account_expire(user=user, actor=_actor(request))
         self.message_user(request, f"{queryset.count()} accounts expired.")
 
     def save_model(
@@ -211,34 +204,14 @@ class UserAdmin(DjangoUserAdmin[User]):
         if not change:
             super().save_model(request, obj, form, change)
             return
-        actor = _actor(request)
-        with transaction.atomic():
-            super().save_model(request, obj, form, change)
-            changed = set(form.changed_data)
-            if "is_active" in changed:
-                if not obj.is_active:
-                    sessions_revoke_for_user(user=obj, reason="disabled")
-                audit(
-                    Kind.ACCOUNT_ENABLED if obj.is_active else Kind.ACCOUNT_DISABLED,
-                    user=obj,
-                    actor=actor,
-                )
-            if "reset_password_required" in changed and obj.reset_password_required:
-                audit(Kind.PASSWORD_CHANGE_REQUIRED, user=obj, actor=actor)
-            if "account_expires_at" in changed:
-                expires = obj.account_expires_at
-                if expires is not None and expires <= timezone.now():
-                    sessions_revoke_for_user(user=obj, reason="expired")
-                audit(Kind.ACCOUNT_EXPIRY_SET, user=obj, actor=actor, at=_iso(expires))
-            if "credentials_expire_at" in changed:
-                audit(
-                    Kind.CREDENTIALS_EXPIRY_SET,
-                    user=obj,
-                    actor=actor,
-                    at=_iso(obj.credentials_expire_at),
-                )
-            if "password" in changed:
-                audit(Kind.PASSWORD_CHANGED, user=obj, actor=actor)
+        account_edit(user=obj, changed=set(form.changed_data), actor=_actor(request))
+
+    def delete_model(self, request: HttpRequest, obj: User) -> None:
+        account_delete(user=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        for user in queryset:
+            account_delete(user=user)
 
     @admin.action(description="Rotate adapter password (shown once, here)")
     def rotate_adapter_password(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
@@ -261,10 +234,6 @@ class UserAdmin(DjangoUserAdmin[User]):
 
 def _actor(request: HttpRequest) -> User | None:
     return request.user if isinstance(request.user, User) else None
-
-
-def _iso(value: Any) -> str | None:
-    return None if value is None else value.isoformat()
 
 
 @admin.register(Session)
@@ -290,7 +259,7 @@ class SessionAdmin(admin.ModelAdmin[Session]):
     def revoke(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
         ended = 0
         for session in queryset.select_related("user"):
-            if session_revoke(session_id=session.pk, reason="admin"):
+            if session_revoke(user_id=session.user_id, session_id=session.pk, reason="admin"):
                 ended += 1
                 audit(
                     Kind.SESSION_REVOKED,
@@ -302,6 +271,13 @@ class SessionAdmin(admin.ModelAdmin[Session]):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def delete_model(self, request: HttpRequest, obj: Session) -> None:
+        session_delete(session=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
+        for session in queryset:
+            session_delete(session=session)
 
 
 @admin.register(SignInGate)

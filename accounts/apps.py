@@ -6,6 +6,4 @@ class AccountsConfig(AppConfig):
     verbose_name = "Accounts"
 
     def ready(self) -> None:
-        from accounts import liveness, schema  # noqa: F401  (schema: the OpenAPI security scheme)
-
-        liveness.connect()
+        from accounts import schema  # noqa: F401  (the OpenAPI security scheme)

@@ -1,12 +1,13 @@
 """Session liveness that each worker remembers, made stale at once on every worker through Redis.
 
-The session row is the truth: a revoked session stops working at once on every worker (contract
-section 2). Reading it costs the exchange API's hot path a PostgreSQL round trip per request, the
-largest part of an authenticated call. With Redis configured (``REDIS_URL``), a worker remembers
-the session and user row it read, stamped with the user's *revision*: a value in Redis that
-every change to the user or to one of their sessions replaces. A request reads the revision in the
-Redis round trip that counts it against its rate limits (``checked``), and uses the remembered row
-only while the revision is still the one it was read under.
+The session row is the truth: a revoked session stops working at once on every worker
+(docs/sessions.md, "Tokens and sessions"). Reading it costs the exchange API's hot path a PostgreSQL
+round trip per request, the largest part of an authenticated call. With Redis configured
+(``REDIS_URL``), a worker remembers the session and user row it read, stamped with the user's
+*revision*: a value in Redis that every change to the user or to one of their sessions replaces. A
+request reads the revision in the Redis round trip that counts it against its rate limits
+(``checked``), and uses the remembered row only while the revision is still the one it was read
+under.
 
 A change replaces the revision twice (``revisions_change``):
 
@@ -21,12 +22,12 @@ from Redis's clock to the microsecond (a change writes a random one), so no reme
 them. When Redis does not answer a request, the request reads PostgreSQL and its rate limits let it
 through, as django-ratelimit's do (RATELIMIT_FAIL_OPEN).
 
-Every write to ``accounts.User`` and ``accounts.Session`` changes the revision except the fields
-their querysets call ``quiet`` (the sign-in time, the session's "last used" and refresh rotation:
-none of them can turn a live session's answer into a refusal). The receivers below catch saves and
-deletes (cascades included), the models' querysets catch ``update()``. This is the one place where
-signals carry logic: a service that forgot to call ``revisions_change`` would leave revoked tokens
-working, and a signal cannot be forgotten.
+Every service that writes a User or Session row says so: it writes inside ``changing(user_ids)``,
+which replaces the revision before the write and again after the commit. Only the fields in
+QUIET (the sign-in time, the session's "last used" and its refresh rotation) are written without
+it: none of them can turn a live session's answer into a refusal, and the remembered copy may
+show them a little old. tests/accounts/test_session_liveness.py runs every writer and fails
+when one forgets, and when a write outside ``changing`` reaches these tables during it.
 
 Without Redis (development, one process) nothing is remembered: every request reads the row.
 """
@@ -41,7 +42,8 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import hiredis
@@ -49,11 +51,10 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Model
 from django.db.models.base import ModelState
-from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 
-from accounts.models import Session, SessionQuerySet, User, UserQuerySet
+from accounts.models import Session
 from platform_site.errors import CacheUnavailable
 from platform_site.ratelimits import Limit, Usage, counter_key, usage_counted
 
@@ -62,6 +63,14 @@ logger = logging.getLogger(__name__)
 REVISION_SECONDS = 24 * 3600  # a revision nobody changed is written anew after a day
 REMEMBER_SECONDS = 300  # and a remembered row is read again after five minutes regardless
 REMEMBER_MAX = 10_000  # rows per worker; past that the worker forgets them all and starts over
+
+# Fields written without changing the revision (see above), by table.
+QUIET = {
+    "accounts_user": frozenset({"last_login"}),
+    "accounts_session": frozenset(
+        {"last_used_at", "refresh_jti", "previous_refresh_jti", "refreshed_at"}
+    ),
+}
 
 # KEYS[1]: the user's revision; KEYS[2..]: rate-limit counters. ARGV[1]: the lifetime of a
 # revision written because Redis has none (made of Redis's clock, to the microsecond, so it differs
@@ -153,6 +162,14 @@ def _evaluate(keys: list[str], args: list[Any]) -> Any:
     return reply
 
 
+def socket_of(connection: Any) -> socket.socket:
+    """The socket of a connected redis-py Connection. Private in redis-py (``_sock``), read because
+    the check writes and reads it directly (_Line); tests/accounts/test_session_liveness.py fails
+    when redis-py changes it."""
+    sock: socket.socket = connection._sock
+    return sock
+
+
 class _Line:
     """A connection to Redis that redis-py opens (address, password, database and TLS come from
     the cache's settings) and on which the check script's command is then written and its answer
@@ -171,7 +188,7 @@ class _Line:
         self.pool = pool
         self.connection = connection = pool.get_connection()
         connection.connect()  # a no-op when the pool handed it out connected
-        self.socket: socket.socket = connection._sock
+        self.socket = socket_of(connection)
         self.reader = hiredis.Reader()
         timeout = connection.socket_timeout
         if type(self.socket) is socket.socket and timeout:
@@ -226,6 +243,8 @@ def _copy(session: Session) -> Session:
 
 
 def _instance_copy(instance: _M) -> _M:
+    # Model._state is Django's own per-instance record (database, adding): a copy needs a new one;
+    # tests/accounts/test_remembered_sessions.py fails when Django changes what it holds.
     copy = instance.__class__.__new__(instance.__class__)
     copy.__dict__.update(instance.__dict__)
     copy._state = ModelState()
@@ -276,47 +295,11 @@ def revisions_change(user_ids: Iterable[int]) -> None:
     _replace_after_commit(user_ids)
 
 
-def _user_ids(instance: Any) -> list[int]:
-    return [instance.pk] if isinstance(instance, User) else [instance.user_id]
-
-
-def _quiet(sender: Any, update_fields: Iterable[str] | None) -> bool:
-    quiet = UserQuerySet.quiet if sender is User else SessionQuerySet.quiet
-    return update_fields is not None and set(update_fields) <= quiet
-
-
-# The receivers: before a save or delete, and after it (on commit). A new row has no remembered
-# copy anywhere; a delete's cascades reach these receivers too, because Django cannot take its
-# fast path for a model with delete receivers.
-
-
-def _before_save(sender: Any, instance: Any, update_fields: Any = None, **kwargs: Any) -> None:
-    if enabled() and not instance._state.adding and not _quiet(sender, update_fields):
-        _replace_before(_user_ids(instance))
-
-
-def _after_save(
-    sender: Any, instance: Any, created: bool, update_fields: Any = None, **kwargs: Any
-) -> None:
-    if enabled() and not created and not _quiet(sender, update_fields):
-        _replace_after_commit(_user_ids(instance))
-
-
-def _before_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
-    if enabled():
-        _replace_before(_user_ids(instance))
-
-
-def _after_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
-    if enabled():
-        _replace_after_commit(_user_ids(instance))
-
-
-def connect() -> None:
-    """Called once from AccountsConfig.ready()."""
-    for model in (User, Session):
-        uid = f"liveness-{model.__name__}"
-        pre_save.connect(_before_save, sender=model, dispatch_uid=f"{uid}-pre-save")
-        post_save.connect(_after_save, sender=model, dispatch_uid=f"{uid}-post-save")
-        pre_delete.connect(_before_delete, sender=model, dispatch_uid=f"{uid}-pre-delete")
-        post_delete.connect(_after_delete, sender=model, dispatch_uid=f"{uid}-post-delete")
+@contextmanager
+def changing(user_ids: Iterable[int]) -> Iterator[None]:
+    """The transaction of a write to these users' rows or to their sessions: every worker reads
+    them again after it. Raises CacheUnavailable (503) before anything is written when Redis
+    cannot be told."""
+    with transaction.atomic():
+        revisions_change(user_ids)
+        yield

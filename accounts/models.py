@@ -7,7 +7,7 @@ import phonenumbers
 from django.contrib.auth.models import AbstractUser
 from django.contrib.auth.models import UserManager as DjangoUserManager
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -33,36 +33,7 @@ def validate_e164(value: str) -> None:
         )
 
 
-class _LivenessQuerySet(models.QuerySet[Any]):
-    """``update()`` tells accounts.liveness which users' sessions it changes (saves and deletes
-    reach it through signals; an UPDATE of many rows does not)."""
-
-    user_field = "user_id"
-    quiet: frozenset[str] = frozenset()
-
-    def update(self, **kwargs: Any) -> int:
-        from accounts import liveness
-
-        if not liveness.enabled() or set(kwargs) <= self.quiet:
-            return super().update(**kwargs)
-        with transaction.atomic(using=self.db):
-            liveness.revisions_change(self.values_list(self.user_field, flat=True).distinct())
-            return super().update(**kwargs)
-
-
-class UserQuerySet(_LivenessQuerySet):
-    user_field = "pk"
-    quiet = frozenset({"last_login"})
-
-
-class SessionQuerySet(_LivenessQuerySet):
-    quiet = frozenset({"last_used_at", "refresh_jti", "previous_refresh_jti", "refreshed_at"})
-
-
 class UserManager(DjangoUserManager["User"]):
-    def get_queryset(self) -> UserQuerySet:
-        return UserQuerySet(self.model, using=self._db)
-
     # createsuperuser and scripts come through these: the address's canonical form with it.
     def create_user(
         self, username: str, email: str | None = None, password: str | None = None, **fields: Any
@@ -200,8 +171,6 @@ class Session(models.Model):
     refreshed_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_reason = models.CharField(max_length=32, blank=True)
-
-    objects = SessionQuerySet.as_manager()
 
     class Meta:
         indexes = [models.Index(fields=["user", "-created_at"], name="accounts_session_user_idx")]

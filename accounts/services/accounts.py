@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from django.db import transaction
+from datetime import datetime
 
+from django.db import transaction
+from django.utils import timezone
+
+from accounts import liveness
 from accounts.models import User
 from accounts.services.audit import Kind, audit
 from accounts.services.lockout import gate_unlock
@@ -15,11 +19,12 @@ def account_set_active(*, user: User, active: bool, actor: User | None = None) -
     """Disable or enable ``user``; disabling ends its sessions at once (adapters keep queues)."""
     if user.is_active == active:
         return user
-    user.is_active = active
-    user.save(update_fields=["is_active"])
-    if not active:
-        sessions_revoke_for_user(user=user, reason="disabled")
-    audit(Kind.ACCOUNT_ENABLED if active else Kind.ACCOUNT_DISABLED, user=user, actor=actor)
+    with liveness.changing([user.pk]):
+        user.is_active = active
+        user.save(update_fields=["is_active"])
+        if not active:
+            sessions_revoke_for_user(user=user, reason="disabled")
+        audit(Kind.ACCOUNT_ENABLED if active else Kind.ACCOUNT_DISABLED, user=user, actor=actor)
     return user
 
 
@@ -27,9 +32,10 @@ def account_set_active(*, user: User, active: bool, actor: User | None = None) -
 def account_require_password_change(*, user: User, actor: User | None) -> User:
     """An administrator's requirement: the user's tokens carry USER_PASSWORD_RESET_REQUIRED from
     the next refresh on, and the allow-list applies at once (it reads the flag on every request)."""
-    user.reset_password_required = True
-    user.save(update_fields=["reset_password_required"])
-    audit(Kind.PASSWORD_CHANGE_REQUIRED, user=user, actor=actor)
+    with liveness.changing([user.pk]):
+        user.reset_password_required = True
+        user.save(update_fields=["reset_password_required"])
+        audit(Kind.PASSWORD_CHANGE_REQUIRED, user=user, actor=actor)
     return user
 
 
@@ -44,3 +50,70 @@ def account_sessions_revoke(*, user: User, actor: User | None, reason: str = "ad
     ended = sessions_revoke_for_user(user=user, reason=reason)
     audit(Kind.SESSION_REVOKED, user=user, actor=actor, sessions=ended)
     return ended
+
+
+@transaction.atomic
+def account_expire(*, user: User, actor: User | None) -> User:
+    """End the account now: sign-in answers 403 ACCOUNT_EXPIRED and its sessions end."""
+    now = timezone.now()
+    with liveness.changing([user.pk]):
+        user.account_expires_at = now
+        user.save(update_fields=["account_expires_at"])
+        sessions_revoke_for_user(user=user, reason="expired")
+        audit(Kind.ACCOUNT_EXPIRY_SET, user=user, actor=actor, at=now.isoformat())
+    return user
+
+
+@transaction.atomic
+def account_credentials_expire(*, user: User, actor: User | None) -> User:
+    """Expire the password now: the next sign-in answers ACTION_RESET_PASSWORD."""
+    now = timezone.now()
+    with liveness.changing([user.pk]):
+        user.credentials_expire_at = now
+        user.save(update_fields=["credentials_expire_at"])
+        audit(Kind.CREDENTIALS_EXPIRY_SET, user=user, actor=actor, at=now.isoformat())
+    return user
+
+
+def account_edit(*, user: User, changed: set[str], actor: User | None) -> User:
+    """Save an administrator's edit of ``user`` (the admin's change form: ``changed`` names the
+    fields it changed) under the same rules as the acts above: disabling or an expiry already past
+    ends the sessions, and each change is audited."""
+    with liveness.changing([user.pk]):
+        user.save()
+        if "is_active" in changed:
+            if not user.is_active:
+                sessions_revoke_for_user(user=user, reason="disabled")
+            audit(
+                Kind.ACCOUNT_ENABLED if user.is_active else Kind.ACCOUNT_DISABLED,
+                user=user,
+                actor=actor,
+            )
+        if "reset_password_required" in changed and user.reset_password_required:
+            audit(Kind.PASSWORD_CHANGE_REQUIRED, user=user, actor=actor)
+        if "account_expires_at" in changed:
+            expires = user.account_expires_at
+            if expires is not None and expires <= timezone.now():
+                sessions_revoke_for_user(user=user, reason="expired")
+            audit(Kind.ACCOUNT_EXPIRY_SET, user=user, actor=actor, at=_iso(expires))
+        if "credentials_expire_at" in changed:
+            audit(
+                Kind.CREDENTIALS_EXPIRY_SET,
+                user=user,
+                actor=actor,
+                at=_iso(user.credentials_expire_at),
+            )
+        if "password" in changed:
+            audit(Kind.PASSWORD_CHANGED, user=user, actor=actor)
+    return user
+
+
+def account_delete(*, user: User) -> None:
+    """Delete ``user`` with everything it owns (its adapters, sessions, routes and messages)."""
+    adapters = list(user.adapters.values_list("pk", flat=True))
+    with liveness.changing([user.pk, *adapters]):
+        user.delete()
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()

@@ -9,6 +9,7 @@ from django.contrib.auth.validators import ASCIIUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from accounts import liveness
 from accounts.errors import AdapterNotFound, LoginTaken
 from accounts.models import User
 from accounts.services.passwords import password_generate
@@ -63,13 +64,15 @@ def adapter_password_rotate(*, adapter: User) -> str:
     signed in with it stop working. For an adapter this is the password reset: expired
     credentials are renewed."""
     password = password_generate()
-    adapter.set_password(password)
-    adapter.credentials_expire_at = None
-    adapter.save(update_fields=["password", "password_changed_at", "credentials_expire_at"])
-    sessions_revoke_for_user(user=adapter, reason="password_rotated")
+    with liveness.changing([adapter.pk]):
+        adapter.set_password(password)
+        adapter.credentials_expire_at = None
+        adapter.save(update_fields=["password", "password_changed_at", "credentials_expire_at"])
+        sessions_revoke_for_user(user=adapter, reason="password_rotated")
     return password
 
 
 def adapter_delete(*, adapter: User) -> None:
     """Delete ``adapter`` with its sessions, routes and waiting messages."""
-    adapter.delete()
+    with liveness.changing([adapter.pk]):
+        adapter.delete()

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.utils import timezone
 
+from accounts import liveness
 from accounts.devices import Device
 from accounts.errors import BadCredentials
 from accounts.models import Challenge, User
@@ -52,7 +53,8 @@ def _password_set(user: User, password: str) -> None:
     if user.credentials_expire_at is not None and user.credentials_expire_at <= timezone.now():
         user.credentials_expire_at = None
         fields.append("credentials_expire_at")
-    user.save(update_fields=fields)
+    with liveness.changing([user.pk]):
+        user.save(update_fields=fields)
 
 
 def password_change(
@@ -124,7 +126,7 @@ def password_reset_confirm(
     user = challenge_confirm(
         request_id=request_id, purpose=Challenge.Purpose.PASSWORD_RESET, code=code
     ).user
-    with transaction.atomic():
+    with liveness.changing([user.pk]):
         _password_set(user, new_password)
         if not user.email_confirmed:
             user.email_confirmed = True

@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 
 import phonenumbers
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from accounts import liveness
 from accounts.errors import CodeInvalid, PhoneRequired, SessionNotFound, TwoFactorAlreadyEnabled
 from accounts.models import Challenge, Session, User
 from accounts.services.audit import Kind, audit
@@ -64,7 +64,7 @@ def profile_update(
             )
         phone_changed = phone != user.phone
         user.phone, fields = phone, [*fields, "phone"]
-    with transaction.atomic():
+    with liveness.changing([user.pk]):
         user.save(update_fields=fields)
         if phone_changed:
             audit(Kind.PHONE_CHANGED, user=user, request=request)
@@ -107,9 +107,10 @@ def two_factor_enable_confirm(
             attempts_remaining=0, detail="The phone number changed since this code was sent."
         )
     if not user.two_factor_enabled:
-        user.two_factor_enabled = True
-        user.save(update_fields=["two_factor_enabled"])
-        audit(Kind.TWO_FACTOR_ENABLED, user=user, request=request)
+        with liveness.changing([user.pk]):
+            user.two_factor_enabled = True
+            user.save(update_fields=["two_factor_enabled"])
+            audit(Kind.TWO_FACTOR_ENABLED, user=user, request=request)
     return user
 
 
@@ -117,7 +118,7 @@ def two_factor_disable(*, user: User, request: HttpRequest | None) -> User:
     """Turn two-factor sign-in off; the user is told by e-mail."""
     if not user.two_factor_enabled:
         return user
-    with transaction.atomic():
+    with liveness.changing([user.pk]):
         user.two_factor_enabled = False
         user.save(update_fields=["two_factor_enabled"])
         audit(Kind.TWO_FACTOR_DISABLED, user=user, request=request)
@@ -136,5 +137,5 @@ def session_revoke_own(*, user: User, session_id: uuid.UUID, request: HttpReques
     """End one of ``user``'s own live sessions; another's, or a dead one, is 404."""
     if not sessions_live(user=user).filter(pk=session_id).exists():
         raise SessionNotFound()
-    if session_revoke(session_id=session_id, reason="user"):
+    if session_revoke(user_id=user.pk, session_id=session_id, reason="user"):
         audit(Kind.SESSION_REVOKED, user=user, request=request, session=str(session_id))

@@ -10,7 +10,7 @@ from django.contrib.auth.hashers import make_password
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 
-from accounts import identifiers
+from accounts import identifiers, liveness
 from accounts.devices import Device
 from accounts.errors import EmailTaken
 from accounts.models import Challenge, User
@@ -83,7 +83,8 @@ def email_confirm(
         request_id=request_id, purpose=Challenge.Purpose.REGISTRATION, code=code
     ).user
     if not user.email_confirmed:
-        user.email_confirmed = True
-        user.save(update_fields=["email_confirmed"])
-        audit(Kind.EMAIL_CONFIRMED, user=user, request=request)
+        with liveness.changing([user.pk]):
+            user.email_confirmed = True
+            user.save(update_fields=["email_confirmed"])
+            audit(Kind.EMAIL_CONFIRMED, user=user, request=request)
     return sign_in_continue(user=user, device=device, request=request)

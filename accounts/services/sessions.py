@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from accounts import liveness
 from accounts.devices import Device
 from accounts.errors import DeviceMismatch, RefreshTokenReused, TokenExpired, TokenRevoked
 from accounts.models import Session, User
@@ -109,7 +110,7 @@ def _refuse(*, claims: Claims, presented: uuid.UUID, device: Device) -> NoReturn
         and now - session.refreshed_at < timedelta(seconds=REFRESH_RACE_SECONDS)
     ):
         raise TokenRevoked("A parallel refresh has just rotated this refresh token; use its pair.")
-    session_revoke(session_id=session.pk, reason="refresh_reuse")
+    session_revoke(user_id=session.user_id, session_id=session.pk, reason="refresh_reuse")
     audit(Kind.REFRESH_TOKEN_REUSED, user=session.user, session=str(session.pk))
     raise RefreshTokenReused()
 
@@ -132,16 +133,22 @@ def session_touch(session: Session) -> bool:
 def session_logout(*, refresh_token: str) -> None:
     """End the session of ``refresh_token``; idempotent. Possession of the token is the proof."""
     claims = refresh_token_decode(refresh_token)
-    Session.objects.filter(
-        pk=claims.session_id, user_id=claims.user_id, revoked_at__isnull=True
-    ).update(revoked_at=timezone.now(), revoked_reason="logout")
+    session_revoke(user_id=claims.user_id, session_id=claims.session_id, reason="logout")
 
 
-def session_revoke(*, session_id: uuid.UUID, reason: str) -> bool:
-    updated = Session.objects.filter(pk=session_id, revoked_at__isnull=True).update(
-        revoked_at=timezone.now(), revoked_reason=reason
-    )
+def session_revoke(*, user_id: int, session_id: uuid.UUID, reason: str) -> bool:
+    """End ``user_id``'s session ``session_id``, if it is live; True if it was."""
+    with liveness.changing([user_id]):
+        updated = Session.objects.filter(
+            pk=session_id, user_id=user_id, revoked_at__isnull=True
+        ).update(revoked_at=timezone.now(), revoked_reason=reason)
     return bool(updated)
+
+
+def session_delete(*, session: Session) -> None:
+    """Delete the row (the admin's delete): its tokens fail like a revoked session's."""
+    with liveness.changing([session.user_id]):
+        session.delete()
 
 
 @transaction.atomic
@@ -150,4 +157,5 @@ def sessions_revoke_for_user(*, user: User, reason: str, keep: uuid.UUID | None 
     sessions = Session.objects.filter(user=user, revoked_at__isnull=True)
     if keep is not None:
         sessions = sessions.exclude(pk=keep)
-    return sessions.update(revoked_at=timezone.now(), revoked_reason=reason)
+    with liveness.changing([user.pk]):
+        return sessions.update(revoked_at=timezone.now(), revoked_reason=reason)

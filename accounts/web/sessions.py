@@ -39,8 +39,8 @@ def web_sign_in(request: HttpRequest, result: SignIn) -> None:
 
 def web_sign_out(request: HttpRequest) -> None:
     session_id = request.session.get(SESSION_KEY)
-    if session_id:
-        session_revoke(session_id=session_id, reason="logout")
+    if session_id and isinstance(request.user, User):
+        session_revoke(user_id=request.user.pk, session_id=session_id, reason="logout")
     logout(request)
 
 

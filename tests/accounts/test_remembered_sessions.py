@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from accounts import liveness
 from accounts.models import Session, User
-from accounts.services.sessions import REFRESH_RACE_SECONDS
+from accounts.services.accounts import account_edit
+from accounts.services.sessions import REFRESH_RACE_SECONDS, sessions_revoke_for_user
 from platform_site.embedded import redis_server
 from platform_site.settings import redis_caches
 from tests.conftest import ApiClient
@@ -88,25 +89,16 @@ def admin_revokes_the_session(admin_client: Any, adapter: User, **_: Any) -> Non
     )
 
 
-def model_save(adapter: User, **_: Any) -> None:
-    adapter.is_active = False
-    adapter.save()
+def admin_deletes_the_session(admin_client: Any, adapter: User, **_: Any) -> None:
+    session = Session.objects.get(user=adapter)
+    response = admin_client.post(f"/admin/accounts/session/{session.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
 
 
-def owner_deleted(owner: User, **_: Any) -> None:
-    owner.delete()  # the adapter and its sessions go with it (CASCADE)
-
-
-def session_row_deleted(adapter: User, **_: Any) -> None:
-    Session.objects.filter(user=adapter).delete()
-
-
-def queryset_update_of_sessions(adapter: User, **_: Any) -> None:
-    Session.objects.filter(user=adapter).update(revoked_at=timezone.now(), revoked_reason="x")
-
-
-def queryset_update_of_users(adapter: User, **_: Any) -> None:
-    User.objects.filter(pk=adapter.pk).update(is_active=False)
+def admin_deletes_the_owner(admin_client: Any, owner: User, **_: Any) -> None:
+    # The adapter and its sessions go with the owner (CASCADE).
+    response = admin_client.post(f"/admin/accounts/user/{owner.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
 
 
 ENDINGS = [
@@ -119,11 +111,8 @@ ENDINGS = [
     admin_action("disable"),
     admin_action("expire_account"),
     admin_revokes_the_session,
-    model_save,
-    owner_deleted,
-    session_row_deleted,
-    queryset_update_of_sessions,
-    queryset_update_of_users,
+    admin_deletes_the_session,
+    admin_deletes_the_owner,
 ]
 
 
@@ -155,7 +144,7 @@ def test_a_change_that_cannot_reach_redis_is_refused_and_changes_nothing(
 
 
 def revoke_behind_the_platforms_back(adapter: User) -> None:
-    """Raw SQL: the one write that no receiver sees, to tell what the next request reads."""
+    """Raw SQL, outside accounts.liveness.changing: to tell what the next request reads."""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE accounts_session SET revoked_at = now() WHERE user_id = %s", [adapter.pk]
@@ -231,7 +220,7 @@ def test_a_row_is_remembered_under_the_revision_read_before_it(
     """A change that lands between a request's revision read and its row read leaves a row
     stamped with the revision the change replaced: the next request reads the row again."""
     revision, _ = liveness.checked(user_id=adapter.pk, limits=[])
-    queryset_update_of_sessions(adapter)  # replaces the revision, and revokes
+    sessions_revoke_for_user(user=adapter, reason="x")  # replaces the revision, and revokes
 
     session = Session.objects.select_related("user").get(user=adapter)
     session.revoked_at = None  # as it was read before the change
@@ -255,7 +244,7 @@ def test_quiet_writes_leave_the_revision_alone(sessions_remembered, consumer, ad
     assert revision() == before
 
     adapter.first_name = "ERP"
-    adapter.save()
+    account_edit(user=adapter, changed={"first_name"}, actor=None)
     assert revision() != before
 
 

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from accounts import liveness
 from accounts.identifiers import email_canonical
 from accounts.models import User
 from accounts.services.adapters import adapter_create, adapter_password_rotate
@@ -66,11 +67,14 @@ class Command(BaseCommand):
 
     def _person(self, fields: dict[str, Any]) -> tuple[User, str]:
         canonical = email_canonical(fields["email"])
-        user, _ = User.objects.update_or_create(
-            username=fields["username"],
-            defaults={**fields, "email_canonical": canonical, "kind": User.Kind.USER},
-        )
         password = password_generate()
-        user.set_password(password)
-        user.save()
+        # A demo user of an earlier run may be signed in: they get a new password.
+        earlier = User.objects.filter(username=fields["username"]).values_list("pk", flat=True)
+        with liveness.changing(list(earlier)):
+            user, _ = User.objects.update_or_create(
+                username=fields["username"],
+                defaults={**fields, "email_canonical": canonical, "kind": User.Kind.USER},
+            )
+            user.set_password(password)
+            user.save()
         return user, password
