@@ -11,6 +11,8 @@ from django.utils import timezone
 from prometheus_client import REGISTRY
 
 from accounts.models import AuditEvent, OutboxMessage, Session, SignInGate, User
+from tests.accounts import api
+from tests.accounts.api import outcome
 from tests.conftest import ApiClient
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 
@@ -26,13 +28,7 @@ def person(db: Any) -> User:
 
 @pytest.fixture
 def signed_in(person: User) -> ApiClient:
-    client = ApiClient(device_id="grace-laptop")
-    response = client.call(
-        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
-    )
-    assert response.status_code == 200
-    client.tokens = response.json()
-    return client
+    return api.signed_in(person.email, device="grace-laptop")
 
 
 def act(admin_client: Any, action: str, user: User) -> None:
@@ -47,10 +43,6 @@ def events(user: User) -> list[tuple[str, str | None]]:
         (event.kind, event.actor.username if event.actor else None)
         for event in AuditEvent.objects.filter(user=user).order_by("pk")
     ]
-
-
-def code(response: Any) -> tuple[int, str]:
-    return response.status_code, response.json().get("code", "")
 
 
 @pytest.mark.parametrize(
@@ -86,7 +78,10 @@ def test_requiring_a_password_change_restricts_the_live_session_at_once(
 ):
     act(admin_client, "require_password_change", person)
 
-    assert code(signed_in.call("get", "/api/users/sessions")) == (403, "PASSWORD_CHANGE_REQUIRED")
+    assert outcome(signed_in.call("get", "/api/users/sessions")) == (
+        403,
+        "PASSWORD_CHANGE_REQUIRED",
+    )
     assert signed_in.refresh().status_code == 200
     assert signed_in.call("get", "/api/users/me").json()["roles"] == [
         "USER_PASSWORD_RESET_REQUIRED"
@@ -97,11 +92,11 @@ def test_requiring_a_password_change_restricts_the_live_session_at_once(
 def test_disabling_ends_sessions_and_sign_in_says_disabled(admin_client, signed_in, person):
     act(admin_client, "disable", person)
 
-    assert code(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
+    assert outcome(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
     again = ApiClient().call(
         "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
     )
-    assert code(again) == (403, "ACCOUNT_DISABLED")
+    assert outcome(again) == (403, "ACCOUNT_DISABLED")
     act(admin_client, "enable", person)
     assert (Kind.ACCOUNT_DISABLED, "root") in events(person)
     assert (Kind.ACCOUNT_ENABLED, "root") in events(person)
@@ -113,18 +108,18 @@ def test_expiring_credentials_sends_the_next_sign_in_to_password_reset(admin_cli
     response = ApiClient().call(
         "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
     )
-    assert code(response) == (401, "ACTION_RESET_PASSWORD")
+    assert outcome(response) == (401, "ACTION_RESET_PASSWORD")
     assert (Kind.CREDENTIALS_EXPIRY_SET, "root") in events(person)
 
 
 def test_expiring_an_account_ends_its_sessions(admin_client, signed_in, person):
     act(admin_client, "expire_account", person)
 
-    assert code(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
+    assert outcome(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
     response = ApiClient().call(
         "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
     )
-    assert code(response) == (403, "ACCOUNT_EXPIRED")
+    assert outcome(response) == (403, "ACCOUNT_EXPIRED")
     assert (Kind.ACCOUNT_EXPIRY_SET, "root") in events(person)
 
 
@@ -137,7 +132,7 @@ def test_unlock_and_revoke_sessions_are_audited(admin_client, signed_in, person)
     act(admin_client, "revoke_sessions", person)
 
     assert not SignInGate.objects.exists()
-    assert code(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
+    assert outcome(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
     kinds = [kind for kind, _ in events(person)]
     assert kinds.count(Kind.SIGN_IN_FAILED) == 5
     assert Kind.LOCKED in kinds

@@ -9,7 +9,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -20,31 +20,23 @@ from django.utils import timezone
 from accounts import sms
 from accounts.models import AuditEvent, Challenge, OutboxMessage, Session, User
 from accounts.services.accounts import account_require_password_change
+from tests.accounts.api import (
+    NEW_PASSWORD,
+    PASSWORD,
+    SIGNED_IN_FIELDS,
+    T0,
+    other_code,
+    outcome,
+    register,
+    reset,
+    signed_in,
+)
 from tests.conftest import ApiClient, last_code
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
 
-T0 = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
-PASSWORD = "a-long-and-unusual-passphrase"
-NEW_PASSWORD = "another-long-unusual-passphrase"
 PHONES = {"a": "+4915123456781", "b": "+4915123456782"}
-
-
-def outcome(response: Any) -> tuple[int, str]:
-    return response.status_code, response.json().get("code", "")
-
-
-def other_code(code: str) -> str:
-    return f"{(int(code) + 1) % 10**6:06d}"
-
-
-def signed_in(email: str, password: str = DEFAULT_PASSWORD, device: str = "browser") -> ApiClient:
-    client = ApiClient(device_id=device)
-    response = client.call("post", "/api/auth/login/email", {"email": email, "password": password})
-    assert response.status_code == 200, response.json()
-    client.tokens = response.json()
-    return client
 
 
 # --- The four flows, started the same way for every test that runs over them. ------------------
@@ -75,13 +67,7 @@ class Pending:
 
 
 def _login_success(response: Any) -> bool:
-    return response.status_code == 200 and set(response.json()) == {
-        "accessToken",
-        "accessTokenExpiresAt",
-        "refreshToken",
-        "refreshTokenExpiresAt",
-        "userDto",
-    }
+    return response.status_code == 200 and list(response.json()) == SIGNED_IN_FIELDS
 
 
 def start_registration(tag: str) -> Pending:
@@ -452,11 +438,6 @@ def test_confirm_with_an_unknown_field_is_400_unknown_field(start):
 # --- Registration --------------------------------------------------------------------------------
 
 
-def register(email: str, password: str = PASSWORD, confirm: str | None = None, **extra: Any) -> Any:
-    body = {"email": email, "password": password, "confirmPassword": confirm or password, **extra}
-    return ApiClient().call("post", "/api/auth/register", body)
-
-
 def test_registration_answers_200_with_the_challenge_and_emails_a_code():
     response = register("ada@example.com")
 
@@ -600,10 +581,6 @@ def test_the_registration_code_confirms_the_email_and_signs_in():
 
 
 # --- Password reset ------------------------------------------------------------------------------
-
-
-def reset(email: str) -> Any:
-    return ApiClient().call("post", "/api/auth/reset-password", {"email": email})
 
 
 def reset_confirm(request_id: str, token: str, password: str = NEW_PASSWORD, **extra: Any) -> Any:

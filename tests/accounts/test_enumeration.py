@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from accounts.models import Challenge, OutboxMessage
-from tests.conftest import ApiClient
+from tests.accounts.api import by_email, reset
 from tests.enumeration import ARGON2_CONFIGURED
 from tests.factories import UserFactory
 
@@ -28,14 +28,8 @@ def _ada(db: Any) -> None:
     UserFactory.create(username="ada", email=KNOWN)
 
 
-def reset(email: str) -> Any:
-    return ApiClient().call("post", "/api/auth/reset-password", {"email": email})
-
-
 def sign_in(email: str) -> Any:
-    return ApiClient().call(
-        "post", "/api/auth/login/email", {"email": email, "password": "wrong password"}
-    )
+    return by_email(email, "wrong password")
 
 
 def without_request_id(body: dict[str, Any]) -> dict[str, Any]:

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from accounts.models import User
 from accounts.services.accounts import account_require_password_change
+from tests.accounts.api import NEW_PASSWORD, PASSWORD, outcome
 from tests.conftest import ApiClient, last_code
 
 pytestmark = pytest.mark.django_db
-
-PASSWORD = "a-long-and-unusual-passphrase"
-NEW_PASSWORD = "another-long-unusual-passphrase"
-
-
-def status_code(response: Any) -> tuple[int, str]:
-    return response.status_code, response.json().get("code", "")
 
 
 def test_register_confirm_profile_two_factor_sign_in_and_password_changes(settings):
@@ -71,7 +63,7 @@ def test_register_confirm_profile_two_factor_sign_in_and_password_changes(settin
     step_one = client.call(
         "post", "/api/auth/login/email", {"email": "ada@example.com", "password": PASSWORD}
     )
-    assert status_code(step_one) == (428, "TWO_FACTOR_REQUIRED")
+    assert outcome(step_one) == (428, "TWO_FACTOR_REQUIRED")
     assert step_one.json()["confirmMethod"] == "SMS"
     step_two = client.call(
         "post",
@@ -91,7 +83,7 @@ def test_register_confirm_profile_two_factor_sign_in_and_password_changes(settin
 
     user = User.objects.get(email="Ada@Example.com")
     account_require_password_change(user=user, actor=None)
-    assert status_code(client.call("get", "/api/users/sessions")) == (
+    assert outcome(client.call("get", "/api/users/sessions")) == (
         403,
         "PASSWORD_CHANGE_REQUIRED",
     )

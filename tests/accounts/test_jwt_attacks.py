@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from django.conf import settings
 
 from accounts.signing_keys import key_id
+from tests.accounts.api import claims_of
 from tests.conftest import ApiClient
 
 pytestmark = [
@@ -28,10 +29,6 @@ pytestmark = [
 
 def segment(data: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
-
-
-def claims_of(token: str) -> dict[str, Any]:
-    return dict(jwt.decode(token, options={"verify_signature": False}))
 
 
 def with_token(consumer: ApiClient, token: str) -> Any:

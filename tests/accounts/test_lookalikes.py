@@ -7,37 +7,23 @@ are stored and read in NFKC.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django.core.management import call_command
 
 from accounts.identifiers import email_canonical
 from accounts.models import OutboxMessage, User
 from accounts.services.sign_in import user_for_identifier
+from tests.accounts.api import PASSWORD, outcome, register
 from tests.conftest import ApiClient, last_code
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
 
-PASSWORD = "a-long-and-unusual-passphrase"
 KELVIN = "\u212aev1@example.org"  # KELVIN SIGN, which NFKC reads as K
 LONG_S = "\u017fam@example.org"  # LATIN SMALL LETTER LONG S, read as s
 FULL_WIDTH = "\uff4b\uff45\uff56\uff11@example.org"  # full-width kev1, read as kev1
 SHARP_S = "stra\u00dfe@example.org"  # ß, which case folding turns into ss
 DOTLESS = "k\u0131v@example.org"  # LATIN SMALL LETTER DOTLESS I: a letter of its own
-
-
-def register(email: str) -> Any:
-    return ApiClient().call(
-        "post",
-        "/api/auth/register",
-        {"email": email, "password": PASSWORD, "confirmPassword": PASSWORD},
-    )
-
-
-def outcome(response: Any) -> tuple[int, str]:
-    return response.status_code, response.json().get("code", "")
 
 
 @pytest.mark.parametrize(

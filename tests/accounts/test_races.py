@@ -19,6 +19,7 @@ from accounts.models import Challenge, Session, SignInGate, User
 from accounts.services.challenges import challenge_confirm, challenge_start
 from accounts.services.sign_in import sign_in_two_factor_confirm
 from platform_site.errors import ApplicationError
+from tests.accounts.api import other_code
 from tests.conftest import ApiClient, last_code
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 
@@ -60,10 +61,6 @@ def started_with_code(
         challenge = challenge_start(purpose=purpose, user=user, address=address).challenge
         code = last_code(address)
     return challenge.pk, code
-
-
-def other_code(code: str) -> str:
-    return f"{(int(code) + 1) % 10**6:06d}"
 
 
 @pytest.fixture

@@ -17,15 +17,10 @@ from accounts.models import Session
 from accounts.services.adapters import adapter_password_rotate
 from accounts.services.sessions import REFRESH_RACE_SECONDS
 from platform_site.database import direct_connect
+from tests.accounts.api import T0, outcome
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
-
-T0 = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
-
-
-def code(response: Any) -> tuple[int, str]:
-    return response.status_code, response.json().get("code", "")
 
 
 def whoami(client: ApiClient, **extra: Any) -> Any:
@@ -78,9 +73,9 @@ def test_presenting_a_rotated_refresh_token_again_revokes_the_whole_session(cons
         clock.shift(REFRESH_RACE_SECONDS + 1)
         replay = consumer.call("post", "/api/auth/refresh", {"refreshToken": stolen})
 
-        assert code(replay) == (401, "REFRESH_TOKEN_REUSED")
-        assert code(whoami(consumer)) == (401, "TOKEN_REVOKED")
-        assert code(consumer.refresh()) == (401, "TOKEN_REVOKED")
+        assert outcome(replay) == (401, "REFRESH_TOKEN_REUSED")
+        assert outcome(whoami(consumer)) == (401, "TOKEN_REVOKED")
+        assert outcome(consumer.refresh()) == (401, "TOKEN_REVOKED")
     assert Session.objects.get().revoked_reason == "refresh_reuse"
 
 
@@ -104,7 +99,7 @@ def test_a_refresh_losing_a_race_is_refused_without_ending_the_session(consumer)
 
     late = consumer.call("post", "/api/auth/refresh", {"refreshToken": loser})
 
-    assert code(late) == (401, "TOKEN_REVOKED")
+    assert outcome(late) == (401, "TOKEN_REVOKED")
     assert whoami(consumer).status_code == 200
     assert consumer.refresh().status_code == 200
 
@@ -124,8 +119,8 @@ def test_a_session_ends_at_its_absolute_lifetime_however_often_it_is_refreshed(a
         assert client.tokens["accessTokenExpiresAt"] == "2026-11-21T10:00:00Z"
         clock.shift(timedelta(minutes=16))  # 10:01: past the session's end
 
-        assert code(client.refresh()) == (401, "TOKEN_EXPIRED")
-        assert code(whoami(client)) == (401, "TOKEN_EXPIRED")
+        assert outcome(client.refresh()) == (401, "TOKEN_EXPIRED")
+        assert outcome(whoami(client)) == (401, "TOKEN_EXPIRED")
 
 
 def test_an_expired_access_token_is_401_token_expired_and_refresh_revives_the_pair(
@@ -133,7 +128,7 @@ def test_an_expired_access_token_is_401_token_expired_and_refresh_revives_the_pa
 ):
     with time_machine.travel(datetime.now(UTC)) as clock:
         clock.shift(settings.JWT_ACCESS_TTL_SECONDS + 1)
-        assert code(whoami(consumer)) == (401, "TOKEN_EXPIRED")
+        assert outcome(whoami(consumer)) == (401, "TOKEN_EXPIRED")
         assert consumer.refresh().status_code == 200
         assert whoami(consumer).status_code == 200
 
@@ -146,8 +141,8 @@ def test_logout_kills_both_tokens_and_can_be_repeated(consumer):
 
     assert (first.status_code, first.json()) == (200, {})
     assert again.status_code == 200
-    assert code(whoami(consumer)) == (401, "TOKEN_REVOKED")
-    assert code(consumer.refresh()) == (401, "TOKEN_REVOKED")
+    assert outcome(whoami(consumer)) == (401, "TOKEN_REVOKED")
+    assert outcome(consumer.refresh()) == (401, "TOKEN_REVOKED")
 
 
 def test_logout_needs_a_refresh_token_not_an_access_token(consumer):
@@ -155,7 +150,7 @@ def test_logout_needs_a_refresh_token_not_an_access_token(consumer):
         "post", "/api/auth/logout", {"refreshToken": consumer.tokens["accessToken"]}
     )
 
-    assert code(response) == (401, "TOKEN_MALFORMED")
+    assert outcome(response) == (401, "TOKEN_MALFORMED")
     assert whoami(consumer).status_code == 200
 
 
@@ -167,16 +162,16 @@ def test_logout_refuses_a_malformed_device_id_and_leaves_the_session_alive(consu
         HTTP_X_DEVICE_ID="x" * 129,
     )
 
-    assert code(response) == (400, "VALIDATION_FAILED")
+    assert outcome(response) == (400, "VALIDATION_FAILED")
     assert whoami(consumer).status_code == 200
 
 
 def test_another_device_id_is_a_device_mismatch_for_access_and_refresh(consumer):
-    assert code(whoami(consumer, HTTP_X_DEVICE_ID="consumer-2")) == (401, "DEVICE_MISMATCH")
+    assert outcome(whoami(consumer, HTTP_X_DEVICE_ID="consumer-2")) == (401, "DEVICE_MISMATCH")
     thief = ApiClient(device_id="consumer-2")
     thief.tokens = dict(consumer.tokens)
 
-    assert code(thief.refresh()) == (401, "DEVICE_MISMATCH")
+    assert outcome(thief.refresh()) == (401, "DEVICE_MISMATCH")
     assert whoami(consumer).status_code == 200  # refused, not revoked
 
 
@@ -184,7 +179,7 @@ def test_leaving_out_the_device_id_does_not_downgrade_the_binding(consumer):
     unbound = ApiClient()
     unbound.tokens = dict(consumer.tokens)
 
-    assert code(whoami(unbound)) == (401, "DEVICE_MISMATCH")
+    assert outcome(whoami(unbound)) == (401, "DEVICE_MISMATCH")
 
 
 def test_without_device_id_the_session_is_bound_to_user_agent_and_ip(adapter):
@@ -192,8 +187,8 @@ def test_without_device_id_the_session_is_bound_to_user_agent_and_ip(adapter):
     client.sign_in("erp")
 
     assert whoami(client).status_code == 200
-    assert code(whoami(client, HTTP_USER_AGENT="curl/8")) == (401, "DEVICE_MISMATCH")
-    assert code(whoami(client, REMOTE_ADDR="192.0.2.44")) == (401, "DEVICE_MISMATCH")
+    assert outcome(whoami(client, HTTP_USER_AGENT="curl/8")) == (401, "DEVICE_MISMATCH")
+    assert outcome(whoami(client, REMOTE_ADDR="192.0.2.44")) == (401, "DEVICE_MISMATCH")
 
 
 def test_a_forged_x_forwarded_for_changes_nothing_without_a_trusted_proxy(adapter):
@@ -236,27 +231,27 @@ def test_the_client_ip_believes_x_forwarded_for_only_from_trusted_proxies(
 def test_rotating_an_adapters_password_ends_its_sessions(consumer, adapter):
     adapter_password_rotate(adapter=adapter)
 
-    assert code(whoami(consumer)) == (401, "TOKEN_REVOKED")
-    assert code(consumer.refresh()) == (401, "TOKEN_REVOKED")
+    assert outcome(whoami(consumer)) == (401, "TOKEN_REVOKED")
+    assert outcome(consumer.refresh()) == (401, "TOKEN_REVOKED")
 
 
 def test_disabling_an_account_ends_its_sessions_at_once(consumer, adapter):
     adapter.is_active = False
     adapter.save()
 
-    assert code(whoami(consumer)) == (401, "TOKEN_REVOKED")
-    assert code(consumer.refresh()) == (401, "TOKEN_REVOKED")
+    assert outcome(whoami(consumer)) == (401, "TOKEN_REVOKED")
+    assert outcome(consumer.refresh()) == (401, "TOKEN_REVOKED")
 
 
 def test_adapters_may_not_use_the_users_api_and_users_not_the_exchange(consumer, cabinet):
-    assert code(consumer.call("get", "/api/users/adapters")) == (403, "PERMISSION_DENIED")
-    assert code(cabinet.call("get", "/api/exchange/whoami")) == (403, "PERMISSION_DENIED")
+    assert outcome(consumer.call("get", "/api/users/adapters")) == (403, "PERMISSION_DENIED")
+    assert outcome(cabinet.call("get", "/api/exchange/whoami")) == (403, "PERMISSION_DENIED")
 
 
 def test_no_token_is_401_token_missing_with_a_challenge(adapter):
     response = ApiClient().call("get", "/api/exchange/whoami")
 
-    assert code(response) == (401, "TOKEN_MISSING")
+    assert outcome(response) == (401, "TOKEN_MISSING")
     assert response["WWW-Authenticate"] == 'Bearer realm="api"'
 
 
@@ -299,7 +294,7 @@ def test_a_refresh_waiting_on_the_row_lock_of_a_rotation_loses_when_it_commits(c
         rotation.commit()
     thread.join(timeout=10)
 
-    assert code(result["response"]) == (401, "TOKEN_REVOKED")
+    assert outcome(result["response"]) == (401, "TOKEN_REVOKED")
     assert Session.objects.get().revoked_at is None
 
 

@@ -8,7 +8,6 @@ assertion fails on a busy machine.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 import time_machine
@@ -16,32 +15,11 @@ from axes.models import AccessAttempt
 from django.utils import timezone
 
 from accounts.services.lockout import gate_unlock
-from tests.conftest import ApiClient
+from tests.accounts.api import SIGNED_IN_FIELDS, T0, by_email, by_username
 from tests.enumeration import ARGON2_CONFIGURED
 from tests.factories import DEFAULT_PASSWORD, AdapterFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
-
-T0 = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
-TOKEN_FIELDS = [
-    "accessToken",
-    "accessTokenExpiresAt",
-    "refreshToken",
-    "refreshTokenExpiresAt",
-    "userDto",
-]
-
-
-def by_email(email: str, password: str, **headers: Any) -> Any:
-    return ApiClient().call(
-        "post", "/api/auth/login/email", {"email": email, "password": password}, **headers
-    )
-
-
-def by_username(username: str, password: str, **headers: Any) -> Any:
-    return ApiClient().call(
-        "post", "/api/auth/login/username", {"username": username, "password": password}, **headers
-    )
 
 
 def test_an_adapter_signs_in_with_its_login_and_gets_the_pair_and_user_dto(adapter):
@@ -49,7 +27,7 @@ def test_an_adapter_signs_in_with_its_login_and_gets_the_pair_and_user_dto(adapt
 
     assert response.status_code == 200
     body = response.json()
-    assert list(body) == TOKEN_FIELDS
+    assert list(body) == SIGNED_IN_FIELDS
     assert body["userDto"] == {
         "id": adapter.pk,
         "kind": "ADAPTER",

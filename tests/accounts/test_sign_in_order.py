@@ -4,7 +4,7 @@ the flow checks them (contract section 3)."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -13,36 +13,11 @@ from django.utils import timezone
 
 from accounts import sms
 from accounts.models import Challenge, OutboxMessage, Session, User
+from tests.accounts.api import PHONE, SIGNED_IN_FIELDS, T0, by_email, by_username, outcome
 from tests.conftest import ApiClient, last_code
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
-
-T0 = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
-PHONE = "+4915123456789"
-LOGIN_SUCCESS_FIELDS = [
-    "accessToken",
-    "accessTokenExpiresAt",
-    "refreshToken",
-    "refreshTokenExpiresAt",
-    "userDto",
-]
-
-
-def by_email(email: str, password: str = DEFAULT_PASSWORD, **headers: Any) -> Any:
-    return ApiClient(device_id="browser").call(
-        "post", "/api/auth/login/email", {"email": email, "password": password}, **headers
-    )
-
-
-def by_username(username: str, password: str = DEFAULT_PASSWORD) -> Any:
-    return ApiClient(device_id="browser").call(
-        "post", "/api/auth/login/username", {"username": username, "password": password}
-    )
-
-
-def outcome(response: Any) -> tuple[int, str]:
-    return response.status_code, response.json().get("code", "")
 
 
 def lock(email: str) -> None:
@@ -65,7 +40,7 @@ def test_a_confirmed_user_without_flags_gets_200_with_the_pair_and_user_dto():
 
     assert response.status_code == 200
     body = response.json()
-    assert list(body) == LOGIN_SUCCESS_FIELDS
+    assert list(body) == SIGNED_IN_FIELDS
     assert body["userDto"] == {
         "id": user.pk,
         "kind": "USER",
@@ -252,7 +227,7 @@ def test_the_code_of_the_409_confirms_the_email_and_signs_in():
     )
 
     assert confirmed.status_code == 200, confirmed.json()
-    assert list(confirmed.json()) == LOGIN_SUCCESS_FIELDS
+    assert list(confirmed.json()) == SIGNED_IN_FIELDS
     assert confirmed.json()["userDto"]["emailConfirmed"] is True
     user.refresh_from_db()
     assert user.email_confirmed is True
@@ -362,7 +337,7 @@ def test_the_sms_code_of_the_428_finishes_the_sign_in_with_200(
     )
 
     assert response.status_code == 200, response.json()
-    assert list(response.json()) == LOGIN_SUCCESS_FIELDS
+    assert list(response.json()) == SIGNED_IN_FIELDS
     assert response.json()["userDto"]["twoFactorEnabled"] is True
     assert response.json()["userDto"]["roles"] == ["USER"]
     assert Session.objects.filter(user=user, revoked_at__isnull=True).count() == 1

@@ -9,6 +9,7 @@ import jwt
 import pytest
 
 from accounts.signing_keys import KeyedAccessToken, KeyedRefreshToken, key_id
+from tests.accounts.api import claims_of
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
@@ -20,10 +21,6 @@ KEY_C = "c" * 8 + "-third-signing-key-of-the-rotation-tests-0123456789"
 
 def kid_of(token: str) -> str | None:
     return jwt.get_unverified_header(token).get("kid")
-
-
-def claims_of(token: str) -> dict[str, Any]:
-    return dict(jwt.decode(token, options={"verify_signature": False}))
 
 
 def as_issued_before_key_ids(token: str, key: str) -> str:
