@@ -105,7 +105,7 @@ screenshots: install browser
 bench: install
 	command -v wrk >/dev/null || apt-get install -y -qq wrk || (apt-get update -qq && apt-get install -y -qq wrk)
 	test -n "$$REDIS_URL" || command -v redis-server >/dev/null || apt-get install -y -qq redis-server || (apt-get update -qq && apt-get install -y -qq redis-server)
-	$(BIN)/python bench/exchange.py
+	$(BIN)/python -m bench.throughput
 
 db-stop: install
 	$(BIN)/python -m platform_site.embedded stop

@@ -1,12 +1,12 @@
 """The adapters' client against a hand-written httpx loop: what the library's consume loop costs.
 
-    .venv/bin/python bench/client.py [--rounds N] [--seconds S] [--quiet-wait S] [--keep-db]
-    .venv/bin/python bench/client.py --breakdown
+    .venv/bin/python -m bench.client [--rounds N] [--seconds S] [--quiet-wait S] [--keep-db]
+    .venv/bin/python -m bench.client --breakdown
 
-It builds the ``client_bench`` database (as bench/exchange.py builds its own: on the server of
+It builds the ``client_bench`` database (as bench.throughput builds its own: on the server of
 DATABASE_URL, or on the embedded PostgreSQL; dropped after), uses the Redis of REDIS_URL or a
 redis-server of its own, starts one gunicorn with the production shape (deploy/gunicorn.conf.py,
-2 workers x 8 threads, bench/exchange.py's server_start) and, in this one process, drains a
+2 workers x 8 threads, bench.throughput.servers.server_start) and, in this one process, drains a
 prefilled queue at batch 1 and at batch 100 with:
 
 (a) a hand-written loop on a plain ``httpx.Client`` (HTTP/1.1, keep-alive): GET
@@ -41,7 +41,6 @@ import os
 import platform
 import secrets
 import statistics
-import sys
 import tempfile
 import time
 import timeit
@@ -53,29 +52,22 @@ from typing import Any
 
 import httpx
 import psycopg
+from exchange_client import ExchangeClient, Message
 
-ROOT = Path(__file__).resolve().parent.parent
-if sys.path and Path(sys.path[0] or ".").resolve() == ROOT / "bench":
-    sys.path[0] = str(ROOT)  # bench/exchange.py must not hide the platform's exchange package
-
-from exchange_client import ExchangeClient, Message  # noqa: E402 (after the path is set)
-
-from bench.exchange import (  # noqa: E402
+from bench.throughput.load import LEASE_SECONDS
+from bench.throughput.machine import cpu_model, cpu_seconds, quiet_wait
+from bench.throughput.report import log
+from bench.throughput.servers import (
     GUNICORN_THREADS,
     GUNICORN_WORKERS,
-    LEASE_SECONDS,
     Principal,
     Server,
-    cpu_model,
-    cpu_seconds,
     database_drop,
     database_facts,
     database_prepare,
-    log,
     manage,
     principals_create,
     queue_fill,
-    quiet_wait,
     redis_for_bench,
     server_start,
     sign_in,

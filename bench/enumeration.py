@@ -1,8 +1,8 @@
 """Does timing tell whether an account exists? Known against unknown accounts, measured.
 
-    .venv/bin/python bench/enumeration.py [--samples N] [--reset-samples N] [--warm-up N]
+    .venv/bin/python -m bench.enumeration [--samples N] [--reset-samples N] [--warm-up N]
 
-It builds the ``enumeration_bench`` database (as bench/exchange.py builds its own: on the server
+It builds the ``enumeration_bench`` database (as bench.throughput builds its own: on the server
 of DATABASE_URL, or on the embedded PostgreSQL), uses the Redis of REDIS_URL or a redis-server of
 its own, creates one cabinet user, and calls the platform in this process through Django's test
 client with DEBUG off, in pairs, known then unknown and unknown then known in turns, so that a
@@ -31,7 +31,6 @@ import gc
 import os
 import secrets
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,18 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if sys.path and Path(sys.path[0] or ".").resolve() == ROOT / "bench":
-    sys.path[0] = str(ROOT)  # bench/exchange.py must not hide the platform's exchange package
-
-from bench.exchange import (  # noqa: E402 (after the path is set)
-    cpu_model,
-    database_drop,
-    database_prepare,
-    log,
-    manage,
-    redis_for_bench,
-)
+from bench.throughput.machine import cpu_model
+from bench.throughput.report import log
+from bench.throughput.servers import database_drop, database_prepare, manage, redis_for_bench
 
 BENCH_DATABASE = "enumeration_bench"
 KNOWN_LOGIN = "bench-ada"

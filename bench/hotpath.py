@@ -1,8 +1,8 @@
 """Where one request's CPU goes: the exchange's hot path in one process, one thread, no sockets.
 
-    .venv/bin/python bench/hotpath.py [--requests N]
+    .venv/bin/python -m bench.hotpath [--requests N]
 
-It builds the ``exchange_bench`` database as bench/exchange.py does, runs Django in this process
+It builds the ``exchange_bench`` database as bench.throughput does, runs Django in this process
 with bench.settings, and calls each endpoint through Django's WSGI handler as gunicorn would (the
 database connection goes back to the pool after each request): CPU and wall ms per request for
 the bare view, whoami, receive and ACK (batch 1 and 100), then a cProfile of CPU time for each:
@@ -27,9 +27,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.throughput.servers import (
+    database_drop,
+    database_prepare,
+    manage,
+    principals_create,
+    queue_fill,
+    redis_for_bench,
+)
+
 ROOT = Path(__file__).resolve().parent.parent
-if sys.path and Path(sys.path[0] or ".").resolve() == ROOT / "bench":
-    sys.path[0] = str(ROOT)  # bench/exchange.py must not hide the platform's exchange package
 
 # The platform's steps a request goes through: (label, file ending, function name).
 STEPS = [
@@ -112,15 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-db", action="store_true")
     args = parser.parse_args(argv)
     count: int = args.requests
-
-    from bench.exchange import (
-        database_drop,
-        database_prepare,
-        manage,
-        principals_create,
-        queue_fill,
-        redis_for_bench,
-    )
 
     database_url, where = database_prepare()
     manage(database_url, "migrate", "--no-input", "-v", "0")

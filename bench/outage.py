@@ -1,12 +1,12 @@
 """PostgreSQL crashes under a live exchange: how long requests take to fail while it is gone, and
 how soon they succeed once it is back (docs/operations.md, "When PostgreSQL goes away").
 
-    .venv/bin/python bench/outage.py [--runs 5] [--outage 5] [--after 5] [--stop kill|fast]
+    .venv/bin/python -m bench.outage [--runs 5] [--outage 5] [--after 5] [--stop kill|fast]
 
 It starts a PostgreSQL of its own in a temporary folder (platform_site.embedded, as
 tests/stack/conftest.py's StackDatabase does), migrates it, uses the Redis of REDIS_URL or a
 redis-server of its own, and serves the platform with one gunicorn in the production shape
-(bench/exchange.py's server_start: deploy/gunicorn.conf.py, 2 workers x 8 threads). In this
+(bench.throughput.servers.server_start: deploy/gunicorn.conf.py, 2 workers x 8 threads). In this
 process, plain httpx loops run the exchange the whole time, each thread on one keep-alive
 connection and a device id of its own: senders (the sender adapter) send to the consumers in
 turn, and each consumer adapter's receiver receives up to 10 messages and ACKs them. A loop waits
@@ -44,7 +44,6 @@ import platform
 import shutil
 import signal
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -59,24 +58,20 @@ import httpx
 import psutil
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
-if sys.path and Path(sys.path[0] or ".").resolve() == ROOT / "bench":
-    sys.path[0] = str(ROOT)  # bench/exchange.py must not hide the platform's exchange package
-
-from bench.exchange import (  # noqa: E402 (after the path is set)
+from bench.throughput.machine import cpu_model
+from bench.throughput.report import log
+from bench.throughput.servers import (
     GUNICORN_THREADS,
     GUNICORN_WORKERS,
     Client,
     Server,
-    cpu_model,
-    log,
     manage,
     principals_create,
     redis_for_bench,
     server_start,
     sign_in,
 )
-from platform_site import embedded  # noqa: E402
+from platform_site import embedded
 
 DATABASE = "outage_bench"
 BATCH = 10

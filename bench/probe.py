@@ -1,4 +1,4 @@
-"""WSGI entry point for bench/waits.py: bench.wsgi, with each receive and ACK request measured.
+"""WSGI entry point for bench.waits: bench.wsgi, with each receive and ACK request measured.
 
 For every request to /api/exchange/messages (receive and ACK), a worker adds up: the wall time
 inside the application, the CPU time of the thread that served it, and the wall and CPU time spent

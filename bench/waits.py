@@ -1,14 +1,14 @@
 """Where a receive or ACK request's time goes under load: CPU, Redis, PostgreSQL, the lock.
 
-    .venv/bin/python bench/waits.py [--shape 2x8 --shape 8x1] [--duration S]
+    .venv/bin/python -m bench.waits [--shape 2x8 --shape 8x1] [--duration S]
 
 For each gunicorn shape (workers x threads; 2x8 is production's, deploy/gunicorn.conf.py), it
-starts the platform through bench/probe.py, drives figure (b) of bench/exchange.py (8 wrk
+starts the platform through bench/probe.py, drives figure (b) of bench.throughput (8 wrk
 connections, GET ?max=1 then ACK) and prints, per request, the wall time inside the application
 split into: the serving thread's CPU; the wait for Redis's answer; the wait for PostgreSQL's; and
 the rest. A wait includes taking the interpreter lock back once the answer is there, which
 another thread of the same worker may hold: with one thread per worker that part is gone. The
-database, Redis and principals are those of bench/exchange.py.
+database, Redis and principals are those of bench.throughput.
 """
 
 from __future__ import annotations
@@ -23,26 +23,20 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if sys.path and Path(sys.path[0] or ".").resolve() == ROOT / "bench":
-    sys.path[0] = str(ROOT)  # bench/exchange.py must not hide the platform's exchange package
-
-from bench.exchange import (  # noqa: E402 (after the path is set)
-    APT_HINT,
+from bench.throughput.load import APT_HINT, wrk_once, wrk_script
+from bench.throughput.machine import quiet_wait
+from bench.throughput.report import log
+from bench.throughput.servers import (
     Principal,
     Server,
     database_drop,
     database_prepare,
-    log,
     manage,
     principals_create,
     queue_fill,
-    quiet_wait,
     redis_for_bench,
     server_start,
     sign_in,
-    wrk_once,
-    wrk_script,
 )
 
 CLIENTS = 8
