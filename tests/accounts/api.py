@@ -73,3 +73,22 @@ def other_code(code: str) -> str:
 def claims_of(token: str) -> dict[str, Any]:
     """A JWT's claims, its signature unchecked."""
     return dict(jwt.decode(token, options={"verify_signature": False}))
+
+
+def reset_confirm(request_id: str, token: str, password: str = NEW_PASSWORD, **extra: Any) -> Any:
+    body = {
+        "requestId": request_id,
+        "token": token,
+        "newPassword": password,
+        "confirmPassword": password,
+        **extra,
+    }
+    return ApiClient().call("post", "/api/auth/reset-password/confirm", body)
+
+
+def change_password(client: ApiClient, current: str, new: str = NEW_PASSWORD) -> Any:
+    return client.call(
+        "patch",
+        "/api/users/change-password",
+        {"currentPassword": current, "newPassword": new, "confirmPassword": new},
+    )

@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 
 from accounts.errors import LoginTaken
 from accounts.models import User
+from accounts.services.accounts import account_require_password_change
 from accounts.services.adapters import adapter_create, adapter_password_rotate
 from platform_site.errors import ValidationFailed
 from tests.factories import AdapterFactory, UserFactory
@@ -125,3 +126,35 @@ def test_seed_demo_refuses_to_run_without_debug(settings):
         call_command("seed_demo")
 
     assert not User.objects.filter(username="demo").exists()
+
+
+ADAPTER_FORBIDDEN = [
+    ("get", "/api/users/me", None),
+    ("patch", "/api/users/me", {"firstName": "x"}),
+    ("patch", "/api/users/change-password", {"currentPassword": "x"}),
+    ("get", "/api/users/sessions", None),
+    ("get", "/api/users/adapters", None),
+    ("patch", "/api/users/two-factor-authentication", None),
+    ("post", "/api/users/two-factor-authentication/confirm", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"), ADAPTER_FORBIDDEN, ids=[f"{m} {p}" for m, p, _ in ADAPTER_FORBIDDEN]
+)
+def test_adapters_get_403_on_the_users_api(consumer, method, path, body):
+    response = consumer.call(method, path, body)
+
+    assert response.status_code == 403
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "PERMISSION_DENIED"
+
+
+def test_an_adapter_owner_flagged_for_a_password_change_does_not_restrict_the_adapter(
+    owner, adapter, consumer
+):
+    account_require_password_change(user=owner, actor=None)
+
+    response = consumer.call("get", "/api/exchange/messages?waitSeconds=0")
+
+    assert response.status_code == 200, response.json()

@@ -8,12 +8,15 @@ bench/enumeration.py (docs/performance.md): wall-clock assertions fail on a busy
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from django.core import mail
 
-from accounts.models import Challenge, OutboxMessage
-from tests.accounts.api import by_email, reset
+from accounts.models import Challenge, OutboxMessage, User
+from tests.accounts.api import by_email, other_code, outcome, register, reset, reset_confirm
+from tests.conftest import ApiClient, last_code
 from tests.enumeration import ARGON2_CONFIGURED
 from tests.factories import UserFactory
 
@@ -103,3 +106,89 @@ def test_reset_password_does_the_same_work_for_an_unknown_email_as_for_a_known_o
     assert pending.on_commit == unknown[1].on_commit == []
     # One e-mail each in the outbox; the worker skips the unknown one's after the answer.
     assert sorted(OutboxMessage.objects.values_list("to", flat=True)) == [KNOWN, UNKNOWN]
+
+
+def test_with_enumeration_prevention_a_taken_email_gets_the_same_200_and_the_owner_an_email(
+    owner, settings, django_capture_on_commit_callbacks
+):
+    settings.ACCOUNTS_PREVENT_ENUMERATION = True
+
+    with django_capture_on_commit_callbacks(execute=True):
+        taken = register("OWNER@example.com")
+        fresh = register("fresh@example.com")
+
+    assert taken.status_code == fresh.status_code == 200
+    assert list(taken.json()) == list(fresh.json())
+    assert taken.json()["confirmMethod"] == fresh.json()["confirmMethod"] == "EMAIL"
+    assert taken.json()["retryAfterSeconds"] == fresh.json()["retryAfterSeconds"]
+    assert User.objects.filter(email__iexact="owner@example.com").count() == 1
+    warned = OutboxMessage.objects.get(template="email_taken")
+    assert (warned.to, warned.user, warned.status) == ("owner@example.com", owner, "SENT")
+    assert sorted(email.to[0] for email in mail.outbox) == [
+        "fresh@example.com",
+        "owner@example.com",
+    ]
+    [owner_mail] = [email for email in mail.outbox if email.to == ["owner@example.com"]]
+    assert not re.search(r"\b\d{6}\b", str(owner_mail.body))
+
+
+def test_with_enumeration_prevention_the_taken_emails_challenge_accepts_no_code(owner, settings):
+    settings.ACCOUNTS_PREVENT_ENUMERATION = True
+    started = register("owner@example.com").json()
+    code = last_code("owner@example.com")
+
+    response = ApiClient().call(
+        "post",
+        "/api/auth/register/verify-email/confirm",
+        {"requestId": started["requestId"], "token": code},
+    )
+
+    assert (outcome(response), response.json()["attemptsRemaining"]) == ((400, "CODE_INVALID"), 4)
+
+
+def test_with_enumeration_prevention_a_weak_password_is_refused_for_a_taken_email_too(
+    owner, settings
+):
+    settings.ACCOUNTS_PREVENT_ENUMERATION = True
+
+    taken, fresh = (
+        register("owner@example.com", "password"),
+        register("new@example.com", "password"),
+    )
+
+    assert outcome(taken) == outcome(fresh) == (400, "VALIDATION_FAILED")
+    assert taken.json() == fresh.json()
+
+
+def test_reset_password_for_an_unknown_email_answers_the_same_200_and_sends_nothing(
+    owner, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        known, unknown = reset("owner@example.com"), reset("nobody@example.com")
+
+    assert known.status_code == unknown.status_code == 200
+    assert list(known.json()) == list(unknown.json()) == ["requestId", "retryAfterSeconds"]
+    assert known.json()["retryAfterSeconds"] == unknown.json()["retryAfterSeconds"] == 60
+    assert [email.to for email in mail.outbox] == [["owner@example.com"]]
+    assert OutboxMessage.objects.get(to="nobody@example.com").status == "SKIPPED"
+
+
+def test_confirming_the_reset_of_an_unknown_email_behaves_like_a_wrong_code(owner):
+    known = reset("owner@example.com").json()["requestId"]
+    unknown = reset("nobody@example.com").json()["requestId"]
+    wrong = other_code(last_code("owner@example.com"))
+
+    known_answers = [reset_confirm(known, wrong).json() for _ in range(6)]
+    unknown_answers = [reset_confirm(unknown, wrong).json() for _ in range(6)]
+
+    assert unknown_answers == known_answers
+    assert [a["code"] for a in unknown_answers] == ["CODE_INVALID"] * 5 + ["ATTEMPTS_EXCEEDED"]
+    assert [a["attemptsRemaining"] for a in unknown_answers] == [4, 3, 2, 1, 0, 0]
+
+
+def test_confirming_the_reset_of_an_unknown_email_with_its_own_code_fails_too():
+    started = reset("nobody@example.com").json()["requestId"]
+
+    response = reset_confirm(started, last_code("nobody@example.com"))
+
+    assert (outcome(response), response.json()["attemptsRemaining"]) == ((400, "CODE_INVALID"), 4)

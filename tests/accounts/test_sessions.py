@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,7 +18,7 @@ from accounts.models import Session
 from accounts.services.adapters import adapter_password_rotate
 from accounts.services.sessions import REFRESH_RACE_SECONDS
 from platform_site.database import direct_connect
-from tests.accounts.api import T0, outcome
+from tests.accounts.api import T0, outcome, signed_in
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
@@ -309,3 +310,70 @@ def test_last_used_is_written_by_requests_at_most_once_a_minute(consumer):
 
     assert touched > past
     assert Session.objects.get().last_used_at == touched
+
+
+# --- A cabinet user's own sessions -------------------------------------------------------------
+
+
+def test_the_session_list_marks_the_current_session(ada):
+    laptop = signed_in("ada@example.com", device="laptop")
+    signed_in("ada@example.com", device="phone")
+
+    sessions = laptop.call("get", "/api/users/sessions").json()["sessions"]
+
+    assert sorted((s["deviceId"], s["current"]) for s in sessions) == [
+        ("laptop", True),
+        ("phone", False),
+    ]
+    assert set(sessions[0]) == {
+        "sessionId",
+        "deviceId",
+        "userAgent",
+        "ip",
+        "createdAt",
+        "lastUsedAt",
+        "expiresAt",
+        "current",
+    }
+
+
+def test_ending_another_of_ones_own_sessions_revokes_its_tokens(ada):
+    laptop = signed_in("ada@example.com", device="laptop")
+    phone = signed_in("ada@example.com", device="phone")
+    sessions = laptop.call("get", "/api/users/sessions").json()["sessions"]
+    [phone_session] = [s["sessionId"] for s in sessions if s["deviceId"] == "phone"]
+
+    response = laptop.call("delete", f"/api/users/sessions/{phone_session}")
+
+    assert response.status_code == 200
+    assert outcome(phone.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
+    assert outcome(phone.refresh()) == (401, "TOKEN_REVOKED")
+    assert laptop.call("get", "/api/users/me").status_code == 200
+    assert [
+        s["deviceId"] for s in laptop.call("get", "/api/users/sessions").json()["sessions"]
+    ] == ["laptop"]
+
+
+def test_ending_another_users_session_or_an_unknown_one_is_404(ada, owner):
+    mine = signed_in("ada@example.com")
+    theirs = signed_in("owner@example.com")
+    their_session = Session.objects.get(user=owner).pk
+
+    other = mine.call("delete", f"/api/users/sessions/{their_session}")
+    unknown = mine.call("delete", f"/api/users/sessions/{uuid.uuid4()}")
+
+    assert outcome(other) == (404, "NOT_FOUND")
+    assert outcome(unknown) == (404, "NOT_FOUND")
+    assert theirs.call("get", "/api/users/me").status_code == 200
+
+
+def test_ending_an_already_ended_session_is_404(ada):
+    laptop = signed_in("ada@example.com", device="laptop")
+    phone = signed_in("ada@example.com", device="phone")
+    phone_session = Session.objects.get(device_id="phone").pk
+    assert phone.call("post", "/api/auth/logout", {"refreshToken": phone.tokens["refreshToken"]})
+
+    assert outcome(laptop.call("delete", f"/api/users/sessions/{phone_session}")) == (
+        404,
+        "NOT_FOUND",
+    )
