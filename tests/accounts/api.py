@@ -6,10 +6,14 @@ database and the cache carries over from one call to the next.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jwt
+import pytest
+from django.utils import timezone
 
 from tests.conftest import ApiClient
 from tests.factories import DEFAULT_PASSWORD
@@ -45,6 +49,40 @@ def by_username(username: str, password: str = DEFAULT_PASSWORD, **headers: Any)
     return ApiClient(device_id="browser").call(
         "post", "/api/auth/login/username", {"username": username, "password": password}, **headers
     )
+
+
+@dataclass(frozen=True)
+class WayIn:
+    """A way to sign in, and the account of tests/conftest.py it names (by its username)."""
+
+    username: str
+    identifier: str
+    request: Callable[..., Any]
+
+    def __call__(self, password: str = DEFAULT_PASSWORD, **headers: Any) -> Any:
+        return self.request(self.identifier, password, **headers)
+
+
+# The adapter by its login, and its owner, a cabinet user, by e-mail: a test taking ``way`` from
+# ``ways_in`` also asks for the ``adapter`` fixture, which makes both.
+WAYS_IN = {
+    "adapter-by-login": WayIn(username="erp", identifier="erp", request=by_username),
+    "user-by-email": WayIn(username="owner", identifier="owner@example.com", request=by_email),
+}
+ways_in = pytest.mark.parametrize("way", list(WAYS_IN.values()), ids=list(WAYS_IN))
+
+
+def state(name: str) -> dict[str, Any]:
+    """The fields that put an account in the state ``name``, one of the conditions sign-in checks."""
+    long_ago = timezone.now() - timedelta(days=1)
+    states: dict[str, dict[str, Any]] = {
+        "unconfirmed": {"email_confirmed": False},
+        "disabled": {"is_active": False},
+        "expired": {"account_expires_at": long_ago},
+        "credentials-expired": {"credentials_expire_at": long_ago},
+        "two-factor": {"two_factor_enabled": True, "phone": PHONE},
+    }
+    return states[name]
 
 
 def signed_in(email: str, password: str = DEFAULT_PASSWORD, device: str = "browser") -> ApiClient:

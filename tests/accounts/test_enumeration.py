@@ -15,7 +15,15 @@ import pytest
 from django.core import mail
 
 from accounts.models import Challenge, OutboxMessage, User
-from tests.accounts.api import by_email, other_code, outcome, register, reset, reset_confirm
+from tests.accounts.api import (
+    by_email,
+    by_username,
+    other_code,
+    outcome,
+    register,
+    reset,
+    reset_confirm,
+)
 from tests.conftest import ApiClient, last_code
 from tests.enumeration import ARGON2_CONFIGURED
 from tests.factories import UserFactory
@@ -66,27 +74,49 @@ def test_sign_in_answers_known_and_unknown_emails_alike():
     assert known["Content-Type"] == unknown["Content-Type"]
 
 
-def test_an_unknown_email_costs_the_same_password_hashing_as_a_wrong_password(work_of):
-    known, unknown = work_of(lambda: sign_in(KNOWN)), work_of(lambda: sign_in(UNKNOWN))
-
-    assert known.status == unknown.status == 401
-    assert [hashing.operation for hashing in known.hashing] == ["verify"]  # ada's stored hash
-    assert [hashing.operation for hashing in unknown.hashing] == ["encode"]  # a throwaway one
-    assert known.hashing_costs == unknown.hashing_costs  # every Argon2 parameter alike
-    assert [hashing.configuration for hashing in unknown.hashing] == [ARGON2_CONFIGURED]
+# A wrong password for an account, and a password for an identifier nobody has, each way in.
+known_and_unknown = pytest.mark.parametrize(
+    ("request_", "known", "unknown"),
+    [(by_username, "erp", "ghost"), (by_email, KNOWN, UNKNOWN)],
+    ids=["by-login", "by-email"],
+)
 
 
-def test_an_unknown_email_runs_the_same_statements_as_a_wrong_password_up_to_the_lock(
-    settings, work_of
+@known_and_unknown
+def test_an_unknown_account_costs_the_same_password_hashing_as_a_wrong_password(
+    adapter, work_of, request_, known, unknown
+):
+    known_work = work_of(lambda: request_(known, "wrong password"))
+    unknown_work = work_of(lambda: request_(unknown, "wrong password"))
+
+    assert known_work.status == unknown_work.status == 401
+    assert [hashing.operation for hashing in known_work.hashing] == ["verify"]  # the stored hash
+    assert [hashing.operation for hashing in unknown_work.hashing] == ["encode"]  # a throwaway one
+    assert known_work.hashing_costs == unknown_work.hashing_costs  # every Argon2 parameter alike
+    assert [hashing.configuration for hashing in unknown_work.hashing] == [ARGON2_CONFIGURED]
+
+
+@known_and_unknown
+def test_an_unknown_account_runs_the_same_statements_as_a_wrong_password_up_to_the_lock(
+    adapter, settings, work_of, request_, known, unknown
 ):
     settings.ACCOUNTS_LOCKOUT_THRESHOLD = 2  # a first failure, the locking one, then locked
-    known = [work_of(lambda: sign_in(KNOWN)) for _ in range(3)]
-    unknown = [work_of(lambda: sign_in(UNKNOWN)) for _ in range(3)]
+    known_work = [work_of(lambda: request_(known, "wrong password")) for _ in range(3)]
+    unknown_work = [work_of(lambda: request_(unknown, "wrong password")) for _ in range(3)]
 
-    assert [work.status for work in known] == [work.status for work in unknown] == [401, 401, 423]
-    for known_attempt, unknown_attempt in zip(known, unknown, strict=True):
+    assert [work.status for work in known_work] == [401, 401, 423]
+    assert [work.status for work in unknown_work] == [401, 401, 423]
+    for known_attempt, unknown_attempt in zip(known_work, unknown_work, strict=True):
         assert known_attempt.statements == unknown_attempt.statements
         assert known_attempt.on_commit == unknown_attempt.on_commit == []
+
+
+def test_unknown_identifiers_lock_the_same_way_so_423_reveals_nothing(adapter):
+    ghost = [by_username("ghost", "wrong") for _ in range(6)]
+    real = [by_username("erp", "wrong") for _ in range(6)]
+
+    assert [r.status_code for r in ghost] == [r.status_code for r in real] == [401] * 5 + [423]
+    assert set(ghost[-1].json()) == set(real[-1].json())
 
 
 def test_reset_password_does_the_same_work_for_an_unknown_email_as_for_a_known_one(

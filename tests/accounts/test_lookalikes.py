@@ -122,14 +122,6 @@ def test_a_login_is_read_in_nfkc_as_djangos_own_sign_in_reads_it(adapter):
     assert response.json()["userDto"]["username"] == "erp"
 
 
-def test_a_login_stays_case_sensitive(adapter):
-    response = ApiClient().call(
-        "post", "/api/auth/login/username", {"username": "ERP", "password": DEFAULT_PASSWORD}
-    )
-
-    assert outcome(response) == (401, "BAD_CREDENTIALS")
-
-
 def test_the_admin_refuses_a_look_alike_address_and_a_taken_one_without_a_500(admin_client):
     UserFactory.create(username="kev", email="kev1@example.org")
     base = {"password1": "", "password2": "", "usable_password": "false"}

@@ -134,23 +134,6 @@ def test_a_wrong_current_password_is_400_on_current_password(ada):
     assert ada.check_password(DEFAULT_PASSWORD)
 
 
-def test_five_wrong_current_passwords_lock_the_account(ada):
-    client = signed_in("ada@example.com")
-
-    wrong = [change_password(client, "wrong password") for _ in range(5)]
-    sixth = change_password(client, DEFAULT_PASSWORD)
-
-    assert [outcome(r) for r in wrong] == [(400, "VALIDATION_FAILED")] * 5
-    assert outcome(sixth) == (423, "ACCOUNT_LOCKED")
-    assert "lockedUntil" in sixth.json()
-    sign_in = ApiClient().call(
-        "post", "/api/auth/login/email", {"email": "ada@example.com", "password": DEFAULT_PASSWORD}
-    )
-    assert outcome(sign_in) == (423, "ACCOUNT_LOCKED")
-    ada.refresh_from_db()
-    assert ada.check_password(DEFAULT_PASSWORD)
-
-
 def test_a_password_change_ends_the_other_sessions_and_keeps_this_device_signed_in(ada):
     laptop = signed_in("ada@example.com", device="laptop")
     phone = signed_in("ada@example.com", device="phone")
