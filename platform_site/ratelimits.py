@@ -1,4 +1,13 @@
-"""Rate limits (django-ratelimit counters in the shared cache) and their X-Rate-Limit-* headers."""
+"""Every rate limit of the platform: which limits a request counts against and under which keys
+(the functions below the types), their fixed windows, both ways of counting them, and the
+X-Rate-Limit-* headers (docs/sessions.md, "Rate limits").
+
+Two counting paths, one arithmetic: django-ratelimit counts in the shared cache
+(``rate_limit_count``); with Redis, the exchange's and the API's session check counts in the same
+Lua round trip that reads the session's revision (accounts.liveness), with the keys and windows
+of ``counter_key``, which follows django-ratelimit's fixed windows (its window end, offset per
+key). tests/accounts/test_rate_limits.py holds the two paths to the same counts and windows.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +17,14 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
 from django_ratelimit.core import get_usage
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.devices import client_ip
+from accounts.identifiers import identifier_key
 from platform_site.errors import RateLimited
 
 
@@ -37,6 +49,27 @@ class Usage:
         }
 
 
+def auth_limits(request: HttpRequest, *, kind: str | None, identifier: str | None) -> list[Limit]:
+    """The sign-in, registration, confirmation and reset doors, in the API and the cabinet: per
+    client IP, and per account named (``kind``: email, username or requestId) in canonical form,
+    so that look-alikes of one name share a counter (accounts.identifiers)."""
+    limits = [Limit("auth-ip", client_ip(request), settings.ACCOUNTS_RATE_LIMIT_IP)]
+    if kind is not None and identifier is not None:
+        account = identifier_key(kind, identifier)
+        limits.append(Limit("auth-account", account, settings.ACCOUNTS_RATE_LIMIT_ACCOUNT))
+    return limits
+
+
+def user_limits(user_id: int) -> list[Limit]:
+    """A signed-in cabinet user's /api/users/* requests."""
+    return [Limit("user", str(user_id), settings.ACCOUNTS_RATE_LIMIT_USER)]
+
+
+def exchange_limits(user_id: int) -> list[Limit]:
+    """An adapter's exchange requests: counted in the session check's round trip with Redis."""
+    return [Limit("exchange", f"adapter:{user_id}", settings.EXCHANGE_RATE_LIMIT)]
+
+
 _PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -56,7 +89,7 @@ def counter_key(limit: Limit, now: int) -> tuple[str, int, int]:
     same second."""
     count, period = _split_rate(limit.rate)
     window_end = now - now % period + zlib.crc32(limit.key.encode()) % period
-    if window_end <= now:
+    if window_end < now:  # a window ends within the second it names, as django-ratelimit's do
         window_end += period
     return f"rl:{limit.group}:{count}/{period}s:{limit.key}:{window_end}", period + 1, window_end
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import APIException
 from rest_framework.permissions import AllowAny
@@ -31,8 +30,7 @@ from accounts.api.serializers import (
     login_success,
 )
 from accounts.authentication import AuthenticatedRequest
-from accounts.devices import client_ip, device_of
-from accounts.identifiers import identifier_key
+from accounts.devices import device_of
 from accounts.permissions import IsCabinetUser
 from accounts.selectors import AdapterSummary, adapters_for_owner
 from accounts.services.accounts import account_set_active
@@ -50,8 +48,10 @@ from platform_site.errors import ApplicationError
 from platform_site.ratelimits import (
     Limit,
     RateLimitedApiMixin,
+    auth_limits,
     rate_limit_count,
     rate_limit_enforce,
+    user_limits,
 )
 from platform_site.serializers import problem_responses
 from platform_site.timestamps import rfc3339
@@ -65,24 +65,24 @@ class AuthApi(RateLimitedApiMixin, APIView):
     identifier_field: str | None = None
 
     def rate_limits(self, request: Request) -> list[Limit]:
-        limits = [Limit("auth-ip", client_ip(request._request), settings.ACCOUNTS_RATE_LIMIT_IP)]
         if self.identifier_field is None:
-            return limits
+            return auth_limits(request._request, kind=None, identifier=None)
         try:
             data = request.data
         except (ApplicationError, APIException):
             # A body that cannot be read still counts against the client's IP; the parser's
             # error (MALFORMED_JSON, PAYLOAD_TOO_LARGE...) is the answer.
+            limits = auth_limits(request._request, kind=None, identifier=None)
             rate_limit_enforce(rate_limit_count(request._request, limits))
             raise
         # Any JSON value may arrive ([], "x", null): only an object can name an account. The
         # view's serializer answers the rest with 400 VALIDATION_FAILED.
         identifier = data.get(self.identifier_field) if isinstance(data, Mapping) else None
-        if isinstance(identifier, str):
-            # Counted as the account is found: e-mail addresses and logins in canonical form.
-            account = identifier_key(self.identifier_field, identifier)
-            limits.append(Limit("auth-account", account, settings.ACCOUNTS_RATE_LIMIT_ACCOUNT))
-        return limits
+        return auth_limits(
+            request._request,
+            kind=self.identifier_field,
+            identifier=identifier if isinstance(identifier, str) else None,
+        )
 
 
 class LoginApi(AuthApi):
@@ -206,7 +206,7 @@ class CabinetApi(RateLimitedApiMixin, APIView):
     device_bound = True  # the access token's session is bound to a device (accounts.schema)
 
     def rate_limits(self, request: Request) -> list[Limit]:
-        return [Limit("user", str(request.user.pk), settings.ACCOUNTS_RATE_LIMIT_USER)]
+        return user_limits(cast(AuthenticatedRequest, request).user.pk)
 
 
 class AdaptersApi(CabinetApi):

@@ -21,7 +21,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from accounts.devices import client_ip, device_of
+from accounts.devices import device_of
 from accounts.errors import (
     AccountDisabled,
     AccountExpired,
@@ -40,7 +40,6 @@ from accounts.errors import (
     TwoFactorAlreadyEnabled,
     TwoFactorRequired,
 )
-from accounts.identifiers import identifier_key
 from accounts.models import AuditEvent, Challenge, User
 from accounts.services.challenges import challenge_resend
 from accounts.services.passwords import (
@@ -81,7 +80,7 @@ from accounts.web.sessions import (
     web_sign_out,
 )
 from platform_site.errors import ApplicationError, RateLimited, ValidationFailed
-from platform_site.ratelimits import Limit, rate_limit_hit
+from platform_site.ratelimits import auth_limits, rate_limit_hit
 
 # The API's field names, as the cabinet's forms call them.
 FORM_FIELDS = {
@@ -103,12 +102,9 @@ def _field_errors(form: forms.Form, error: ValidationFailed) -> None:
             form.add_error(field if field in form.fields else None, problem)
 
 
-def _limited(request: HttpRequest, account: str | None) -> None:
+def _limited(request: HttpRequest, kind: str, identifier: str | None) -> None:
     """The API's per-IP and per-account counters, shared with the cabinet's forms."""
-    limits = [Limit("auth-ip", client_ip(request), settings.ACCOUNTS_RATE_LIMIT_IP)]
-    if account:
-        limits.append(Limit("auth-account", account, settings.ACCOUNTS_RATE_LIMIT_ACCOUNT))
-    rate_limit_hit(request, limits)
+    rate_limit_hit(request, auth_limits(request, kind=kind, identifier=identifier or None))
 
 
 def _too_many(error: RateLimited) -> str:
@@ -265,7 +261,7 @@ def _password_sign_in(
     kind: IdentifierKind = "email" if "@" in identifier else "username"
 
     def attempt() -> SignIn:
-        _limited(request, identifier_key(kind, identifier))
+        _limited(request, kind, identifier)
         return sign_in(
             kind=kind,
             identifier=identifier,
@@ -354,7 +350,7 @@ def register_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         email = form.cleaned_data["email"]
         try:
-            _limited(request, identifier_key("email", email))
+            _limited(request, "email", email)
             started = register(
                 email=email, password=form.cleaned_data["new_password"], request=request
             )
@@ -387,7 +383,7 @@ def reset_request_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         email = form.cleaned_data["email"]
         try:
-            _limited(request, identifier_key("email", email))
+            _limited(request, "email", email)
             started = password_reset_request(email=email, request=request)
         except RateLimited as error:
             form.add_error(None, _too_many(error))

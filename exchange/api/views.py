@@ -7,7 +7,6 @@ import re
 import uuid
 from typing import Any, cast
 
-from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.authentication import BaseAuthentication
@@ -43,7 +42,7 @@ from exchange.services.messages import (
     receipt_parse,
 )
 from platform_site.errors import ValidationFailed
-from platform_site.ratelimits import Limit, RateLimitedApiMixin
+from platform_site.ratelimits import Limit, RateLimitedApiMixin, exchange_limits
 from platform_site.serializers import problem_responses
 from platform_site.timestamps import rfc3339
 
@@ -76,12 +75,10 @@ class ExchangeApi(RateLimitedApiMixin, APIView):
         # With Redis, the count and the session check share one round trip (accounts.liveness).
         return [AccessTokenAuthentication(counters=self.counters)]
 
-    @staticmethod
-    def counters(user_id: int) -> list[Limit]:
-        return [Limit("exchange", f"adapter:{user_id}", settings.EXCHANGE_RATE_LIMIT)]
+    counters = staticmethod(exchange_limits)
 
     def rate_limits(self, request: Request) -> list[Limit]:
-        return self.counters(cast(AuthenticatedRequest, request).user.pk)
+        return exchange_limits(cast(AuthenticatedRequest, request).user.pk)
 
 
 class WhoAmIApi(ExchangeApi):
