@@ -15,7 +15,6 @@ from django.test import RequestFactory
 
 from accounts.devices import client_ip
 from accounts.models import Session
-from accounts.services.adapters import adapter_password_rotate
 from accounts.services.sessions import REFRESH_RACE_SECONDS
 from platform_site.database import direct_connect
 from tests.accounts.api import T0, outcome, signed_in
@@ -229,24 +228,12 @@ def test_the_client_ip_believes_x_forwarded_for_only_from_trusted_proxies(
     assert client_ip(request) == expected
 
 
-def test_rotating_an_adapters_password_ends_its_sessions(consumer, adapter):
-    adapter_password_rotate(adapter=adapter)
-
-    assert outcome(whoami(consumer)) == (401, "TOKEN_REVOKED")
-    assert outcome(consumer.refresh()) == (401, "TOKEN_REVOKED")
-
-
 def test_disabling_an_account_ends_its_sessions_at_once(consumer, adapter):
     adapter.is_active = False
     adapter.save()
 
     assert outcome(whoami(consumer)) == (401, "TOKEN_REVOKED")
     assert outcome(consumer.refresh()) == (401, "TOKEN_REVOKED")
-
-
-def test_adapters_may_not_use_the_users_api_and_users_not_the_exchange(consumer, cabinet):
-    assert outcome(consumer.call("get", "/api/users/adapters")) == (403, "PERMISSION_DENIED")
-    assert outcome(cabinet.call("get", "/api/exchange/whoami")) == (403, "PERMISSION_DENIED")
 
 
 def test_no_token_is_401_token_missing_with_a_challenge(adapter):
