@@ -1,5 +1,6 @@
-"""Administrators' actions on cabinet users, each audited; the audit log and its counter; the
-development outbox."""
+"""The administration: the users' list and forms, administrators' actions on cabinet users, each
+audited; the audit log and its counter (docs/sessions.md, "The audit log"); the development
+outbox. Staff signing in to it: test_admin_sign_in.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from accounts.models import AuditEvent, OutboxMessage, Session, SignInGate, User
 from tests.accounts import api
 from tests.accounts.api import outcome
 from tests.conftest import ApiClient
-from tests.factories import DEFAULT_PASSWORD, UserFactory
+from tests.factories import DEFAULT_PASSWORD, AdapterFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -43,6 +44,36 @@ def events(user: User) -> list[tuple[str, str | None]]:
         (event.kind, event.actor.username if event.actor else None)
         for event in AuditEvent.objects.filter(user=user).order_by("pk")
     ]
+
+
+def test_admin_lists_and_edits_users(admin_client):
+    adapter = AdapterFactory.create(username="billing-bridge")
+
+    listing = admin_client.get("/admin/accounts/user/?kind__exact=ADAPTER")
+    change = admin_client.get(f"/admin/accounts/user/{adapter.pk}/change/")
+
+    assert listing.status_code == 200
+    assert "billing-bridge" in listing.content.decode()
+    assert change.status_code == 200
+    assert "reset_password_required" in change.content.decode()
+
+
+def test_admin_creates_a_cabinet_user(admin_client):
+    response = admin_client.post(
+        "/admin/accounts/user/add/",
+        {
+            "username": "grace",
+            "email": "grace@example.com",
+            "usable_password": "true",
+            "password1": "a long and unusual passphrase",
+            "password2": "a long and unusual passphrase",
+        },
+    )
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    grace = User.objects.get(username="grace")
+    assert grace.kind == User.Kind.USER
+    assert grace.check_password("a long and unusual passphrase")
 
 
 @pytest.mark.parametrize(

@@ -141,33 +141,3 @@ def test_phone_numbers_not_in_e164_are_refused(phone):
         validate_e164(phone)
 
     assert raised.value.code == "invalid_phone"
-
-
-def test_admin_lists_and_edits_users(admin_client):
-    adapter = AdapterFactory.create(username="billing-bridge")
-
-    listing = admin_client.get("/admin/accounts/user/?kind__exact=ADAPTER")
-    change = admin_client.get(f"/admin/accounts/user/{adapter.pk}/change/")
-
-    assert listing.status_code == 200
-    assert "billing-bridge" in listing.content.decode()
-    assert change.status_code == 200
-    assert "reset_password_required" in change.content.decode()
-
-
-def test_admin_creates_a_cabinet_user(admin_client):
-    response = admin_client.post(
-        "/admin/accounts/user/add/",
-        {
-            "username": "grace",
-            "email": "grace@example.com",
-            "usable_password": "true",
-            "password1": "a long and unusual passphrase",
-            "password2": "a long and unusual passphrase",
-        },
-    )
-
-    assert response.status_code == 302, response.content.decode()[:2000]
-    grace = User.objects.get(username="grace")
-    assert grace.kind == User.Kind.USER
-    assert grace.check_password("a long and unusual passphrase")
