@@ -41,7 +41,7 @@ def test_a_flow_starts_with_a_six_digit_code_stored_only_as_a_keyed_hash(start):
     assert code not in str(list(stored))
 
 
-def test_every_flow_sends_its_code_the_way_the_contract_says():
+def test_each_flow_sends_its_code_by_its_method_to_its_address():
     methods = {}
     for tag, (name, start) in zip(["a", "b", "a", "b"], FLOWS.items(), strict=True):
         pending = start(tag)

@@ -1,5 +1,7 @@
-"""Password reset and sign-in do not tell whether an e-mail address has an account: the same
-status, the same body shape and the same work (contract sections 3 and 4).
+"""Password reset, sign-in and registration do not tell whether an account exists: an unknown
+address or login gets the same status, the same body and the same work as a known one
+(docs/sessions.md, "Signing in", and "Confirmation codes": nothing tells whether an account
+exists). Registration says EMAIL_TAKEN unless ACCOUNTS_PREVENT_ENUMERATION is on.
 
 The work is compared without a clock: the same password hashing (algorithm and parameters, from
 the real hasher), the same SQL statements and the same tasks queued. The time it takes lives in

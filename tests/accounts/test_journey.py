@@ -1,4 +1,6 @@
-"""The whole journey of a cabinet user through the JSON API, as the issue tells it."""
+"""The whole journey of a cabinet user through the JSON API: registering and confirming the
+address, completing the profile, turning two-factor sign-in on, signing in with the SMS code,
+changing the password, and changing it again when an administrator requires it."""
 
 from __future__ import annotations
 

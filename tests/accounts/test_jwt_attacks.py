@@ -1,4 +1,5 @@
-"""Forged, altered and misused tokens are refused with 401, never accepted and never a 500."""
+"""Forged, altered and misused tokens are refused with 401, never accepted and never a 500
+(docs/sessions.md, "Tokens and sessions")."""
 
 from __future__ import annotations
 
@@ -295,7 +296,7 @@ def test_a_line_break_inside_the_token_is_malformed(consumer):
     assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED")
 
 
-def test_issued_tokens_carry_the_contract_claims_and_header(consumer):
+def test_issued_tokens_carry_the_documented_claims_and_header(consumer):
     access = claims_of(consumer.tokens["accessToken"])
     refresh = claims_of(consumer.tokens["refreshToken"])
 

@@ -1,6 +1,6 @@
 """Races on confirmation codes and on the sign-in lock, with real threads on real PostgreSQL
 connections: the attempt budget, single use and the lockout hold however many requests arrive
-together (contract sections 3 and 4)."""
+together (docs/sessions.md, "Signing in" and "Confirmation codes")."""
 
 from __future__ import annotations
 

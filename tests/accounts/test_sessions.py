@@ -1,4 +1,5 @@
-"""Token sessions: rotation, reuse, absolute lifetime, logout, device binding, revocation."""
+"""Token sessions: rotation, reuse, absolute lifetime, logout, device binding, revocation
+(docs/sessions.md, "Tokens and sessions"); a cabinet user's list of their own sessions."""
 
 from __future__ import annotations
 

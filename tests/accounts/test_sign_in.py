@@ -1,7 +1,7 @@
 """Signing in by login or e-mail: the token pair and userDto, and every outcome in the order the
-flow checks them (docs/sessions.md, "Signing in"); when several conditions hold, the first check
-that fails answers. The lock is in test_lockout.py; that an unknown account answers and works like
-a wrong password, in test_enumeration.py.
+flow checks them (docs/sessions.md, "Signing in"; the problem bodies of docs/errors.md); when
+several conditions hold, the first check that fails answers. The lock is in test_lockout.py; that
+an unknown account answers and works like a wrong password, in test_enumeration.py.
 """
 
 from __future__ import annotations
@@ -515,7 +515,7 @@ def test_when_several_conditions_hold_the_first_check_answers(states, expected):
     assert outcome(by_email("ada@example.com")) == expected
 
 
-# --- Rate limits ----------------------------------------------------------------------------------
+# --- Rate limits (docs/sessions.md, "Rate limits") ------------------------------------------------
 
 
 def test_sign_in_is_rate_limited_per_client_ip_with_the_headers(adapter, settings):

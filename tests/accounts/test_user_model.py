@@ -1,4 +1,5 @@
-"""accounts.User: one model for cabinet users and adapters, with the contract's fields."""
+"""accounts.User: one model for cabinet users and adapters, with the field names
+docs/sessions.md ("Principals") keeps stable."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tests.factories import AdapterFactory, UserFactory
 pytestmark = pytest.mark.django_db
 
 
-def test_the_contract_fields_exist_with_their_names():
+def test_the_documented_fields_exist_with_their_names():
     names = {field.name for field in User._meta.get_fields()}
 
     assert {
