@@ -24,15 +24,15 @@ from accounts.services.accounts import (
     account_edit,
     account_expire,
     account_require_password_change,
+    account_session_revoke,
     account_sessions_revoke,
     account_set_active,
     account_unlock,
 )
 from accounts.services.adapters import adapter_password_rotate
-from accounts.services.audit import Kind, audit
 from accounts.services.lockout import gate_of
 from accounts.services.passwords import password_set_by_administrator
-from accounts.services.sessions import session_delete, session_revoke
+from accounts.services.sessions import session_delete
 
 
 class PlatformUserCreationForm(AdminUserCreationForm):
@@ -257,16 +257,10 @@ class SessionAdmin(admin.ModelAdmin[Session]):
 
     @admin.action(description="Revoke (their tokens stop working at once)")
     def revoke(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
-        ended = 0
-        for session in queryset.select_related("user"):
-            if session_revoke(user_id=session.user_id, session_id=session.pk, reason="admin"):
-                ended += 1
-                audit(
-                    Kind.SESSION_REVOKED,
-                    user=session.user,
-                    actor=_actor(request),
-                    session=str(session.pk),
-                )
+        ended = sum(
+            account_session_revoke(session=session, actor=_actor(request))
+            for session in queryset.select_related("user")
+        )
         self.message_user(request, f"{ended} sessions revoked.")
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -10,7 +10,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from accounts.models import User
 from exchange import queries
-from exchange.models import Route
+from exchange.models import DeadLetter, Message, Route
 
 
 @dataclass(frozen=True)
@@ -74,4 +74,23 @@ def queue_totals() -> QueueStats:
         delayed=row[2],
         dead_lettered=row[3],
         oldest_age_seconds=None if row[4] is None else int(row[4]),
+    )
+
+
+def messages_recent(*, recipient_ids: Sequence[int], limit: int) -> list[Message]:
+    """The newest messages still waiting for these recipients (acknowledged ones are gone), with
+    their sender and recipient."""
+    return list(
+        Message.objects.filter(recipient_id__in=recipient_ids)
+        .select_related("recipient", "sender")
+        .order_by("-seq")[:limit]
+    )
+
+
+def dead_letters_recent(*, recipient_ids: Sequence[int], limit: int) -> list[DeadLetter]:
+    """The newest dead letters of these recipients, with their sender and recipient."""
+    return list(
+        DeadLetter.objects.filter(recipient_id__in=recipient_ids)
+        .select_related("recipient", "sender")
+        .order_by("-dead_at")[:limit]
     )

@@ -254,7 +254,7 @@ class AdapterApi(CabinetApi):
         adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
         data = AdapterUpdateInput(data=request.data)
         data.is_valid(raise_exception=True)
-        account_set_active(user=adapter, active=data.validated_data["active"])
+        account_set_active(user=adapter, active=data.validated_data["active"], actor=request.user)
         [summary] = [
             s for s in adapters_for_owner(owner=request.user) if s.adapter.pk == adapter.pk
         ]

@@ -8,10 +8,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts import liveness
-from accounts.models import User
+from accounts.models import Session, User
 from accounts.services.audit import Kind, audit
 from accounts.services.lockout import gate_unlock
-from accounts.services.sessions import sessions_revoke_for_user
+from accounts.services.sessions import session_revoke, sessions_revoke_for_user
 
 
 @transaction.atomic
@@ -106,6 +106,15 @@ def account_edit(*, user: User, changed: set[str], actor: User | None) -> User:
         if "password" in changed:
             audit(Kind.PASSWORD_CHANGED, user=user, actor=actor)
     return user
+
+
+@transaction.atomic
+def account_session_revoke(*, session: Session, actor: User | None) -> bool:
+    """End one session (an administrator's act), audited; False if it had ended already."""
+    ended = session_revoke(user_id=session.user_id, session_id=session.pk, reason="admin")
+    if ended:
+        audit(Kind.SESSION_REVOKED, user=session.user, actor=actor, session=str(session.pk))
+    return ended
 
 
 def account_delete(*, user: User) -> None:

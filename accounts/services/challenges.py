@@ -150,6 +150,14 @@ def _seconds_left(delta: timedelta) -> int:
     return max(1, int(-(-delta.total_seconds() // 1)))  # rounded up: never "0, but wait"
 
 
+def challenge_resend_wait(challenge: Challenge) -> int:
+    """Seconds until ``challenge`` may be sent again (ACCOUNTS_CODE_RESEND_SECONDS after its last
+    sending); 0 once it may."""
+    wait = challenge.sent_at + timedelta(seconds=settings.ACCOUNTS_CODE_RESEND_SECONDS)
+    left = wait - timezone.now()
+    return _seconds_left(left) if left > timedelta(0) else 0
+
+
 def challenge_resend(
     *, request_id: uuid.UUID, purpose: Challenge.Purpose, user: User | None = None
 ) -> Started:
@@ -170,10 +178,9 @@ def challenge_resend(
             raise ChallengeNotFound()
         if challenge.attempts_left == 0:
             raise AttemptsExceeded()
+        if wait := challenge_resend_wait(challenge):
+            raise ResendTooEarly(retry_after_seconds=wait)
         now = timezone.now()
-        wait = challenge.sent_at + timedelta(seconds=settings.ACCOUNTS_CODE_RESEND_SECONDS) - now
-        if wait > timedelta(0):
-            raise ResendTooEarly(retry_after_seconds=_seconds_left(wait))
         code = _code_new()
         challenge.code_hash = _code_hash(challenge.pk, code)
         challenge.sent_at = now

@@ -17,12 +17,10 @@ from django.views.decorators.http import require_POST
 
 from accounts.models import User
 from accounts.selectors import adapters_for_owner
-from accounts.services.accounts import account_set_active
+from accounts.services.accounts import account_sessions_revoke, account_set_active
 from accounts.services.adapters import adapter_create, adapter_for_owner, adapter_password_rotate
-from accounts.services.sessions import sessions_revoke_for_user
 from accounts.web.forms import AdapterCreateForm
-from exchange.models import DeadLetter, Message
-from exchange.selectors import queue_stats
+from exchange.selectors import dead_letters_recent, messages_recent, queue_stats
 from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.messages import message_send
 from exchange.services.queues import queue_purge
@@ -52,13 +50,9 @@ def bus_page(request: HttpRequest) -> HttpResponse:
             "create_form": AdapterCreateForm(),
             # Popped: the password is on this one page view and nowhere else.
             "credentials": request.session.pop(CREDENTIALS_KEY, None),
-            "recent": Message.objects.filter(recipient_id__in=ids)
-            .select_related("recipient", "sender")
-            .order_by("-seq")[:RECENT],
+            "recent": messages_recent(recipient_ids=ids, limit=RECENT),
             "queue_limit": settings.EXCHANGE_MAX_QUEUE_DEPTH,
-            "dead_letters": DeadLetter.objects.filter(recipient_id__in=ids)
-            .select_related("recipient", "sender")
-            .order_by("-dead_at")[:RECENT],
+            "dead_letters": dead_letters_recent(recipient_ids=ids, limit=RECENT),
         },
     )
 
@@ -108,7 +102,7 @@ def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> H
         messages.success(request, _("%(login)s is enabled.") % {"login": adapter.username})
 
     def revoke(owner: User, adapter: User) -> None:
-        ended = sessions_revoke_for_user(user=adapter, reason="owner")
+        ended = account_sessions_revoke(user=adapter, actor=owner, reason="owner")
         messages.success(
             request,
             ngettext(

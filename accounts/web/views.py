@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -41,7 +40,7 @@ from accounts.errors import (
     TwoFactorRequired,
 )
 from accounts.models import AuditEvent, Challenge, User
-from accounts.services.challenges import challenge_resend
+from accounts.services.challenges import challenge_resend, challenge_resend_wait
 from accounts.services.passwords import (
     password_change,
     password_reset_confirm,
@@ -124,15 +123,6 @@ def _challenge(request_id: str | None, purpose: Challenge.Purpose) -> Challenge 
         return None
 
 
-def _retry_after(challenge: Challenge) -> int:
-    wait = (
-        challenge.sent_at
-        + timedelta(seconds=settings.ACCOUNTS_CODE_RESEND_SECONDS)
-        - timezone.now()
-    )
-    return max(0, int(-(-wait.total_seconds() // 1)))
-
-
 def _code_page(
     request: HttpRequest,
     *,
@@ -148,7 +138,7 @@ def _code_page(
             "form": form,
             "challenge": challenge,
             "attempts_left": challenge.attempts_left,
-            "retry_after": _retry_after(challenge),
+            "retry_after": challenge_resend_wait(challenge),
             # The embedded mode sends nothing: say where the code is.
             "dev_outbox": settings.DEBUG,
             **context,

@@ -1,0 +1,62 @@
+"""An act has one audit shape whichever door it came through: the JSON API, the cabinet's pages
+or the admin each call the same service, and the event names the user it happened to and the
+user who acted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from accounts.models import AuditEvent, Session, User
+from tests.conftest import ApiClient
+from tests.factories import DEFAULT_PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def browser(owner: User) -> Client:
+    client = Client()
+    response = client.post("/login", {"login": owner.email, "password": DEFAULT_PASSWORD})
+    assert response.status_code == 302  # signed in (to /welcome: the profile has no phone)
+    return client
+
+
+def events(kind: str) -> list[tuple[str, str | None]]:
+    return [
+        (event.user.username if event.user else "", event.actor.username if event.actor else None)
+        for event in AuditEvent.objects.filter(kind=kind).select_related("user", "actor")
+    ]
+
+
+def test_disabling_an_adapter_records_its_owner_as_actor_through_the_api(
+    cabinet: ApiClient, adapter: User
+) -> None:
+    response = cabinet.call("patch", f"/api/users/adapters/{adapter.pk}", {"active": False})
+
+    assert response.status_code == 200
+    assert events("ACCOUNT_DISABLED") == [("erp", "owner")]
+
+
+def test_disabling_an_adapter_records_its_owner_as_actor_in_the_cabinet(
+    browser: Client, adapter: User
+) -> None:
+    response = browser.post(f"/bus/adapters/{adapter.pk}/disable")
+
+    assert response.status_code == 302
+    assert events("ACCOUNT_DISABLED") == [("erp", "owner")]
+
+
+def test_ending_an_adapters_sessions_in_the_cabinet_is_audited_as_the_admin_does(
+    browser: Client, consumer: ApiClient, adapter: User, admin_client: Any, admin_user: User
+) -> None:
+    assert browser.post(f"/bus/adapters/{adapter.pk}/revoke").status_code == 302
+    consumer.sign_in(adapter.username)
+    admin_client.post(
+        "/admin/accounts/user/", {"action": "revoke_sessions", "_selected_action": [adapter.pk]}
+    )
+
+    assert events("SESSION_REVOKED") == [("erp", "owner"), ("erp", admin_user.username)]
+    assert not Session.objects.filter(user=adapter, revoked_at__isnull=True).exists()
