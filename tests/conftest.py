@@ -3,7 +3,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import dj_database_url
@@ -226,3 +228,76 @@ def work_of(settings: Any, django_capture_on_commit_callbacks: Any) -> Callable[
         )
 
     return work_of
+
+
+class _Announced:
+    """The event a long poll waits on, which tells ``began`` each time the poll starts to wait."""
+
+    def __init__(self, event: threading.Event, began: Callable[[], None]) -> None:
+        self._event = event
+        self._began = began
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self._began()
+        return self._event.wait(timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._event, name)
+
+
+class LongPolls:
+    """The receives of this process that wait for a message (exchange.wakeups), numbered from 1 in
+    the order they register. A test acts when a long poll really waits (in Event.wait, its database
+    connection handed back), not after a guessed delay; the live server's threads count too."""
+
+    def __init__(self, expect: Callable[[int], AbstractContextManager[threading.Event]]) -> None:
+        self._expect = expect
+        self._condition = threading.Condition()
+        self._registered = 0
+        self._waiting: set[int] = set()
+        self._actions: dict[int, Callable[[], None]] = {}
+
+    @contextmanager
+    def expect(self, recipient_id: int) -> Iterator[Any]:
+        """Stands in for Wakeups.expect."""
+        with self._condition:
+            self._registered += 1
+            number = self._registered
+        with self._expect(recipient_id) as event:
+            yield _Announced(event, lambda: self._began(number))
+
+    def _began(self, number: int) -> None:
+        # Only the poll's own thread adds its number: no other can race this check.
+        if number in self._waiting:
+            return
+        with self._condition:
+            action = self._actions.pop(number, None)
+        if action is not None:
+            action()
+        with self._condition:
+            self._waiting.add(number)
+            self._condition.notify_all()
+
+    def waiting(self, number: int = 1, *, timeout: float = 10) -> None:
+        """Return once long poll ``number`` waits."""
+        with self._condition:
+            assert self._condition.wait_for(lambda: number in self._waiting, timeout), (
+                f"long poll {number} never waited"
+            )
+
+    def before_waiting(self, number: int, action: Callable[[], None]) -> None:
+        """Run ``action`` in long poll ``number``'s thread as it starts to wait, before the wait."""
+        with self._condition:
+            self._actions[number] = action
+
+
+@pytest.fixture
+def long_polls(monkeypatch: pytest.MonkeyPatch) -> Iterator[LongPolls]:
+    """Watches the long polls of this process (LongPolls); afterwards stops the exchange listener,
+    whose connection would keep the test database from being dropped."""
+    from exchange.wakeups import wakeups
+
+    polls = LongPolls(wakeups.expect)
+    monkeypatch.setattr(wakeups, "expect", polls.expect)
+    yield polls
+    wakeups.stop()

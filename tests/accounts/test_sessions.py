@@ -270,8 +270,9 @@ def test_a_refresh_waiting_on_the_row_lock_of_a_rotation_loses_when_it_commits(c
         )
         thread = threading.Thread(target=late_refresh)
         thread.start()
-        # Observed from a connection of its own: a transaction sees pg_stat_activity as it was
-        # at its first read of it.
+        # Neither PostgreSQL nor the refresh announces that a statement waits on a lock, so
+        # pg_stat_activity is polled until a deadline, from a connection of its own: a
+        # transaction sees pg_stat_activity as it was at its first read of it.
         deadline = time.monotonic() + 10
         while not observer.execute(
             "SELECT 1 FROM pg_stat_activity WHERE datname = current_database()"

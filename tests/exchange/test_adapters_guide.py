@@ -12,17 +12,20 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from pytest_django.live_server_helper import LiveServer
+from time_machine import TimeMachineFixture
 
 from accounts.models import Session, User
 from accounts.services.adapters import AdapterCredentials, adapter_create
 from exchange.models import DeliveryLog, Message
 from exchange.services.messages import message_send
-from exchange.wakeups import wakeups
+from tests.conftest import LongPolls
 from tests.factories import UserFactory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +35,9 @@ GUIDE = ROOT / "docs/adapters.md"
 RUNNABLE = re.compile(
     r"^<!-- run: (?P<name>[\w-]+) -->\n```(?P<language>\w+)\n(?P<code>.*?)^```$", re.M | re.S
 )
+
+# The live server's long polls run in this process: tests see them wait (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("long_polls")
 
 
 def runnable(name: str, language: str) -> str:
@@ -53,13 +59,6 @@ def environment(
         "PASSWORD": credentials.password,
         **extra,
     }
-
-
-def wait_until(condition: Callable[[], bool], *, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def send(*, sender: User, to: int, count: int) -> list[str]:
@@ -124,12 +123,6 @@ class Consumer:
 
 
 StartConsumer = Callable[..., Consumer]
-
-
-@pytest.fixture(autouse=True)
-def _listener_stopped_afterwards() -> Iterator[None]:
-    yield
-    wakeups.stop()  # its connection would keep the test database from being dropped
 
 
 @pytest.fixture
@@ -312,18 +305,26 @@ def test_two_consumers_with_their_own_device_ids_share_the_messages_without_dupl
     assert acked_ids(credentials.adapter_id) == set(sent)
 
 
+def later(time_machine: TimeMachineFixture, seconds: int) -> None:
+    """The server's clock (this process's: the live server is a thread of it) ``seconds`` ahead,
+    and running on; the consumer's own clock is not moved."""
+    time_machine.move_to(timezone.now() + timedelta(seconds=seconds))
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_python_consumer_refreshes_an_expired_token_and_skips_the_message_whose_ack_failed(
     settings: Any,
     start_consumer: StartConsumer,
     credentials: AdapterCredentials,
     partner: User,
+    long_polls: LongPolls,
+    time_machine: TimeMachineFixture,
 ):
-    # The seed's special case: the receive succeeds, the ACK fails with 401 TOKEN_EXPIRED.
-    settings.JWT_ACCESS_TTL_SECONDS = 3
+    # The receive succeeds, the ACK fails with 401 TOKEN_EXPIRED.
+    settings.JWT_ACCESS_TTL_SECONDS = 60
     consumer = start_consumer(DEVICE_ID="erp-consumer-1", STOP_AFTER="1", WAIT_SECONDS="15")
-    wait_until(lambda: Session.objects.filter(user_id=credentials.adapter_id).exists())
-    time.sleep(settings.JWT_ACCESS_TTL_SECONDS + 1)  # the token expires during the long poll
+    long_polls.waiting(1)
+    later(time_machine, settings.JWT_ACCESS_TTL_SECONDS + 1)  # the token expires during the wait
     [message_id] = send(sender=partner, to=credentials.adapter_id, count=1)
 
     run = consumer.finished()
@@ -349,12 +350,17 @@ def test_the_python_consumer_signs_in_again_when_its_refresh_token_has_expired(
     start_consumer: StartConsumer,
     credentials: AdapterCredentials,
     partner: User,
+    long_polls: LongPolls,
+    time_machine: TimeMachineFixture,
 ):
-    settings.JWT_ACCESS_TTL_SECONDS = 2
-    settings.JWT_REFRESH_TTL_SECONDS = 2
-    consumer = start_consumer(DEVICE_ID="erp-consumer-1", STOP_AFTER="1", WAIT_SECONDS="3")
-    # The first long poll outlives both tokens; the next receive and the refresh answer 401.
-    wait_until(lambda: Session.objects.filter(user_id=credentials.adapter_id).count() == 2)
+    settings.JWT_ACCESS_TTL_SECONDS = 60
+    settings.JWT_REFRESH_TTL_SECONDS = 120
+    # The first long poll outlives both tokens (the clock moves as it starts to wait, so it cannot
+    # end first); the next receive and the refresh answer 401, and the consumer signs in again.
+    long_polls.before_waiting(1, lambda: later(time_machine, settings.JWT_REFRESH_TTL_SECONDS + 1))
+    consumer = start_consumer(DEVICE_ID="erp-consumer-1", STOP_AFTER="1", WAIT_SECONDS="1")
+    long_polls.waiting(2)
+    assert Session.objects.filter(user_id=credentials.adapter_id).count() == 2
     [message_id] = send(sender=partner, to=credentials.adapter_id, count=1)
 
     run = consumer.finished()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -13,20 +13,14 @@ import pytest
 from django.db import connection, connections
 
 from accounts.models import User
-from exchange import wakeups as wakeups_module
 from exchange.models import DeliveryLog, Message
+from exchange.services import messages as messages_module
 from exchange.services.messages import message_send, messages_ack, messages_receive
 from exchange.wakeups import wakeups
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, LongPolls
 from tests.factories import AdapterFactory, UserFactory
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _listener_stopped_afterwards() -> Iterator[None]:
-    yield
-    wakeups.stop()  # its connection would keep the test database from being dropped
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("long_polls")]
 
 
 @pytest.fixture
@@ -53,13 +47,6 @@ def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]
     return thread, result
 
 
-def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def waiting() -> int:
     return wakeups._waiting
 
@@ -70,13 +57,22 @@ def send_to(sender: User, recipient: User, n: int = 1) -> uuid.UUID:
     ).message_id
 
 
-def test_a_waiting_receive_wakes_on_the_notification_not_the_fallback_poll(pair, monkeypatch):
+def without_fallback_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A waiting receive wakes only on a notification (or at its end), never to claim again on
+    its own. The receive reads the name it imported, so the patch goes there."""
+    monkeypatch.setattr(messages_module, "FALLBACK_POLL_SECONDS", 30.0)
+
+
+def test_a_waiting_receive_wakes_on_the_notification_not_the_fallback_poll(
+    pair, monkeypatch, long_polls: LongPolls
+):
     consumer, sender = pair
-    monkeypatch.setattr(wakeups_module, "FALLBACK_POLL_SECONDS", 30.0)
+    without_fallback_poll(monkeypatch)
     client = ApiClient(device_id="lp-1")
     client.sign_in("lp-consumer")
     thread, result = in_thread(lambda: client.call("get", "/api/exchange/messages?waitSeconds=20"))
-    until(lambda: waiting() == 1 and wakeups.listening.is_set())
+    long_polls.waiting(1)
+    assert wakeups.listening.wait(timeout=10), "the listener never listened"
 
     sent_at = time.monotonic()
     message_id = send_to(sender, consumer)
@@ -85,7 +81,7 @@ def test_a_waiting_receive_wakes_on_the_notification_not_the_fallback_poll(pair,
     response = result["value"]
     assert response.status_code == 200
     assert [m["messageId"] for m in response.json()["messages"]] == [str(message_id)]
-    # With the fallback poll at 30 s, only the NOTIFY can have woken it this early.
+    # Without the fallback poll only the NOTIFY can have woken it before its 20 s were up.
     assert time.monotonic() - sent_at < 10
     assert waiting() == 0
 
@@ -112,15 +108,17 @@ def test_a_receive_that_finds_messages_does_not_wait(pair):
     assert result["seconds"] < 10
 
 
-def test_nothing_is_held_in_a_transaction_while_a_receive_waits(pair):
+def test_nothing_is_held_in_a_transaction_while_a_receive_waits(
+    pair, monkeypatch, long_polls: LongPolls
+):
     consumer, sender = pair
+    without_fallback_poll(monkeypatch)  # no claim of its own while the connections are looked at
     thread, _ = in_thread(
         lambda: messages_receive(
             adapter=consumer, device_key="d:lp", max_messages=1, lease_seconds=30, wait_seconds=5
         )
     )
-    until(lambda: waiting() == 1)
-    time.sleep(0.2)  # let the waiting thread reach its wait
+    long_polls.waiting(1)
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -136,14 +134,16 @@ def test_nothing_is_held_in_a_transaction_while_a_receive_waits(pair):
     assert not [row for row in others if row[0] == "active"], others
 
 
-def test_waiting_receives_beyond_the_per_worker_bound_get_429(pair, settings):
+def test_waiting_receives_beyond_the_per_worker_bound_get_429(
+    pair, settings, long_polls: LongPolls
+):
     consumer, sender = pair
     settings.EXCHANGE_LONG_POLL_MAX_WAITING = 1
     first, second = ApiClient(device_id="lp-1"), ApiClient(device_id="lp-2")
     first.sign_in("lp-consumer")
     second.sign_in("lp-consumer")
     thread, result = in_thread(lambda: first.call("get", "/api/exchange/messages?waitSeconds=20"))
-    until(lambda: waiting() == 1)
+    long_polls.waiting(1)
 
     refused = second.call("get", "/api/exchange/messages?waitSeconds=20")
     instant = second.call("get", "/api/exchange/messages")  # not waiting: never refused
