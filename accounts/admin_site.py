@@ -1,7 +1,7 @@
 """The Django admin, signed into through the platform's gate.
 
 Django's own admin login checks a password with no lock, no rate limit and no second factor. Here
-staff sign in like everyone else (accounts.web.views.admin_login_page): five wrong passwords lock
+staff sign in like everyone else (accounts.web.sign_in.admin_login_page): five wrong passwords lock
 the account, whichever door they were typed at, and a staff account with two-factor sign-in on
 is asked for its code.
 """
@@ -28,7 +28,7 @@ class PlatformAdminSite(admin.AdminSite):
     @method_decorator(sensitive_post_parameters("password"))
     @method_decorator(never_cache)
     def login(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
-        from accounts.web.views import admin_login_page  # it imports the models
+        from accounts.web.sign_in import admin_login_page  # it imports the models
 
         index = reverse("admin:index", current_app=self.name)
         if request.method == "GET" and self.has_permission(request):

@@ -16,6 +16,7 @@ from django.utils import timezone
 from accounts import metrics
 from accounts.models import OutboxMessage, User
 from accounts.sms import sms_send
+from accounts.tasks import outbox_deliver_task
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +64,6 @@ def outbox_sms(*, to: str, template: str, context: dict[str, Any], user: User) -
 
 def _publish_on_commit(message: OutboxMessage) -> None:
     def publish() -> None:
-        from accounts.tasks import outbox_deliver_task
-
         try:
             # One immediate retry on a new connection: the pooled one is dead after the broker
             # restarted and fails its first use. No waiting: with the broker down the request

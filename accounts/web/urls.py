@@ -1,22 +1,22 @@
 from django.urls import path
 
-from accounts.web import bus, views
+from accounts.web import bus, passwords, profile, registration, sign_in
 
 urlpatterns = [
-    path("login", views.login_page, name="login"),
-    path("login/two-factor", views.two_factor_page, name="login-two-factor"),
-    path("logout", views.logout_page, name="logout"),
-    path("register", views.register_page, name="register"),
-    path("register/confirm", views.register_confirm_page, name="register-confirm"),
-    path("reset-password", views.reset_request_page, name="reset-password"),
-    path("reset-password/confirm", views.reset_confirm_page, name="reset-password-confirm"),
-    path("welcome", views.welcome_page, name="welcome"),
-    path("settings/security", views.security_page, name="security"),
-    path("settings/password", views.password_page, name="password"),
-    path("settings/two-factor", views.two_factor_confirm_page, name="two-factor-confirm"),
-    path("settings/two-factor/enable", views.two_factor_enable_page, name="two-factor-enable"),
-    path("settings/two-factor/disable", views.two_factor_disable_page, name="two-factor-disable"),
-    path("settings/sessions/revoke", views.session_revoke_page, name="session-revoke"),
+    path("login", sign_in.login_page, name="login"),
+    path("login/two-factor", sign_in.two_factor_page, name="login-two-factor"),
+    path("logout", sign_in.logout_page, name="logout"),
+    path("register", registration.register_page, name="register"),
+    path("register/confirm", registration.register_confirm_page, name="register-confirm"),
+    path("reset-password", passwords.reset_request_page, name="reset-password"),
+    path("reset-password/confirm", passwords.reset_confirm_page, name="reset-password-confirm"),
+    path("welcome", profile.welcome_page, name="welcome"),
+    path("settings/security", profile.security_page, name="security"),
+    path("settings/password", passwords.password_page, name="password"),
+    path("settings/two-factor", profile.two_factor_confirm_page, name="two-factor-confirm"),
+    path("settings/two-factor/enable", profile.two_factor_enable_page, name="two-factor-enable"),
+    path("settings/two-factor/disable", profile.two_factor_disable_page, name="two-factor-disable"),
+    path("settings/sessions/revoke", profile.session_revoke_page, name="session-revoke"),
     path("bus", bus.bus_page, name="bus"),
     path("bus/adapters", bus.adapter_create_page, name="adapter-create"),
     path("bus/adapters/<int:adapter_id>/purge", bus.adapter_purge_page, name="adapter-purge"),

@@ -1,0 +1,256 @@
+"""What the cabinet's pages share: turning the services' errors into what a person reads, the
+rate limits of the forms, the code pages and the redirect after signing in. No rule lives here:
+the pages call the same services as the JSON API."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+
+from accounts.devices import device_of
+from accounts.errors import (
+    AccountDisabled,
+    AccountExpired,
+    AccountLocked,
+    AttemptsExceeded,
+    BadCredentials,
+    ChallengeNotFound,
+    CodeExpired,
+    CodeInvalid,
+    CredentialsExpired,
+    EmailNotConfirmed,
+    ResendTooEarly,
+    StaffOnly,
+    TwoFactorRequired,
+)
+from accounts.models import Challenge, User
+from accounts.services.challenges import challenge_resend, challenge_resend_wait
+from accounts.services.sessions import sessions_revoke_for_user
+from accounts.services.sign_in import (
+    SignIn,
+)
+from accounts.web.forms import (
+    CodeForm,
+)
+from accounts.web.sessions import (
+    after_sign_in_path,
+    web_sign_in,
+)
+from platform_site.errors import ApplicationError, RateLimited, ValidationFailed
+from platform_site.ratelimits import auth_limits, rate_limit_hit
+
+# The API's field names, as the cabinet's forms call them.
+FORM_FIELDS = {
+    "password": "new_password",
+    "newPassword": "new_password",
+    "confirmPassword": "confirm_password",
+    "currentPassword": "current_password",
+    "firstName": "first_name",
+    "lastName": "last_name",
+    "phone": "phone",
+    "email": "email",
+}
+
+
+def field_errors(form: forms.Form, error: ValidationFailed) -> None:
+    for name, problems in error.extra.get("errors", {}).items():
+        field = FORM_FIELDS.get(name)
+        for problem in problems:
+            form.add_error(field if field in form.fields else None, problem)
+
+
+def limited(request: HttpRequest, kind: str, identifier: str | None) -> None:
+    """The API's per-IP and per-account counters, shared with the cabinet's forms."""
+    rate_limit_hit(request, auth_limits(request, kind=kind, identifier=identifier or None))
+
+
+def too_many(error: RateLimited) -> str:
+    seconds = error.extra.get("retryAfterSeconds", 60)
+    return _("Too many attempts. Try again in %(seconds)s seconds.") % {"seconds": seconds}
+
+
+def local_time(moment: Any) -> str:
+    """A moment with its time zone, for sentences ("locked until 2026-11-21 12:34 UTC")."""
+    return date_format(timezone.localtime(moment), "Y-m-d H:i T")
+
+
+def challenge_of(request_id: str | None, purpose: Challenge.Purpose) -> Challenge | None:
+    try:
+        return Challenge.objects.filter(pk=uuid.UUID(str(request_id)), purpose=purpose).first()
+    except ValueError:
+        return None
+
+
+def code_page(
+    request: HttpRequest,
+    *,
+    template: str,
+    challenge: Challenge,
+    form: forms.Form,
+    **context: Any,
+) -> HttpResponse:
+    return render(
+        request,
+        template,
+        {
+            "form": form,
+            "challenge": challenge,
+            "attempts_left": challenge.attempts_left,
+            "retry_after": challenge_resend_wait(challenge),
+            # The embedded mode sends nothing: say where the code is.
+            "dev_outbox": settings.DEBUG,
+            **context,
+        },
+    )
+
+
+def code_error(form: forms.Form, error: ApplicationError) -> None:
+    """A wrong, expired or exhausted code, as the code field's error."""
+    if isinstance(error, CodeExpired):
+        form.add_error("code", _("This code has expired. Ask for a new one."))
+    elif isinstance(error, CodeInvalid):
+        form.add_error(
+            "code",
+            _("The code is wrong. Attempts left: %(count)s.")
+            % {"count": error.extra["attemptsRemaining"]},
+        )
+    elif isinstance(error, AttemptsExceeded):
+        form.add_error("code", _("Too many wrong codes: this code no longer works. Start again."))
+
+
+def resend_asked(
+    request: HttpRequest, challenge: Challenge, user: User | None = None
+) -> HttpResponse | None:
+    """The code page's "Send a new code" button: resend, then show the page again."""
+    if request.method != "POST" or request.POST.get("action") != "resend":
+        return None
+    resend(request, challenge, user)
+    return redirect(request.get_full_path())
+
+
+def resend(request: HttpRequest, challenge: Challenge, user: User | None = None) -> None:
+    try:
+        challenge_resend(
+            request_id=challenge.pk, purpose=Challenge.Purpose(challenge.purpose), user=user
+        )
+    except ResendTooEarly as error:
+        messages.warning(
+            request,
+            _("A code was sent moments ago. You can ask again in %(seconds)s seconds.")
+            % {"seconds": error.extra["retryAfterSeconds"]},
+        )
+    except (AttemptsExceeded, ChallengeNotFound):
+        messages.error(request, _("This code can no longer be sent. Start again."))
+    else:
+        messages.success(request, _("A new code is on its way. The old one no longer works."))
+
+
+def next_path(request: HttpRequest) -> str | None:
+    """The page the sign-in was asked for (``?next=``), if it is one of this site's."""
+    target = request.POST.get("next") or request.GET.get("next", "")
+    safe = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
+    return target if target and safe else None
+
+
+def signed_in(request: HttpRequest, result: SignIn) -> HttpResponse:
+    if result.user.kind != User.Kind.USER:  # adapters sign in over the API, not here
+        sessions_revoke_for_user(user=result.user, reason="logout")
+        messages.error(request, _("Adapters sign in over the exchange API, not in the cabinet."))
+        return redirect("/login")
+    web_sign_in(request, result)
+    return redirect(after_sign_in_path(result.user, next_path(request)))
+
+
+def sign_in_outcome(request: HttpRequest, form: forms.Form, attempt: Any) -> HttpResponse | None:
+    """Run a sign-in step; a redirect for what comes next, or None with the form's error set."""
+    try:
+        result = attempt()
+    except AccountLocked as error:
+        form.add_error(
+            None,
+            _(
+                "Too many wrong passwords: the account is locked until %(time)s. "
+                "You can reset your password to unlock it."
+            )
+            % {"time": local_time(error.locked_until)},
+        )
+    except BadCredentials:
+        form.add_error(None, _("The e-mail, login or password is wrong."))
+    except AccountDisabled:
+        form.add_error(None, _("This account is disabled. Contact your administrator."))
+    except AccountExpired:
+        form.add_error(None, _("This account has expired. Contact your administrator."))
+    except EmailNotConfirmed as error:
+        messages.info(request, _("Confirm your e-mail address first: we sent you a code."))
+        return redirect(f"/register/confirm?requestId={error.extra['requestId']}")
+    except CredentialsExpired:
+        messages.warning(request, _("Your password has expired. Set a new one to sign in."))
+        return redirect("/reset-password")
+    except TwoFactorRequired as error:
+        query = {"requestId": error.extra["requestId"]}
+        if target := next_path(request):
+            query["next"] = target
+        return redirect(f"/login/two-factor?{urlencode(query)}")
+    except StaffOnly:
+        form.add_error(None, _("This account cannot sign in to the administration."))
+    except RateLimited as error:
+        form.add_error(None, too_many(error))
+    else:
+        return signed_in(request, result)
+    return None
+
+
+def cabinet_user(request: HttpRequest) -> User:
+    user = request.user
+    assert isinstance(user, User)  # noqa: S101 (login_required ran first)
+    return user
+
+
+def sign_in_by_code(
+    request: HttpRequest,
+    *,
+    purpose: Challenge.Purpose,
+    confirm: Callable[..., SignIn],
+    template: str,
+    start_over: str,
+) -> HttpResponse:
+    """A code page that ends in a sign-in: the e-mail confirmation and the 2FA code."""
+    challenge = challenge_of(request.GET.get("requestId"), purpose)
+    if challenge is None:
+        return redirect(start_over)
+    form = CodeForm(request.POST or None)
+    if resent := resend_asked(request, challenge):
+        return resent
+    if request.method == "POST" and form.is_valid():
+        try:
+            response = sign_in_outcome(
+                request,
+                form,
+                lambda: confirm(
+                    request_id=challenge.pk,
+                    code=form.cleaned_data["code"].strip(),
+                    device=device_of(request),
+                    request=request,
+                ),
+            )
+        except (CodeInvalid, AttemptsExceeded) as error:
+            code_error(form, error)
+            challenge.refresh_from_db()
+        else:
+            if response is not None:
+                return response
+    return code_page(
+        request, template=template, challenge=challenge, form=form, address=challenge.address
+    )

@@ -1,0 +1,158 @@
+"""The cabinet's pages. The signed-in person's own pages: the profile (/welcome), security
+(sessions, two-factor sign-in)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from accounts.errors import (
+    AttemptsExceeded,
+    CodeInvalid,
+    PhoneRequired,
+    TwoFactorAlreadyEnabled,
+)
+from accounts.models import AuditEvent, Challenge
+from accounts.services.profile import (
+    profile_update,
+    session_revoke_own,
+    sessions_live,
+    two_factor_disable,
+    two_factor_enable_confirm,
+    two_factor_enable_start,
+)
+from accounts.web.flows import (
+    cabinet_user,
+    challenge_of,
+    code_error,
+    code_page,
+    field_errors,
+    resend_asked,
+)
+from accounts.web.forms import (
+    CodeForm,
+    ProfileForm,
+)
+from accounts.web.sessions import (
+    current_session_id,
+)
+from platform_site.errors import ApplicationError, ValidationFailed
+
+
+@login_required(login_url="/login")
+def welcome_page(request: HttpRequest) -> HttpResponse:
+    user = cabinet_user(request)
+    form = ProfileForm(
+        request.POST or None,
+        initial={"first_name": user.first_name, "last_name": user.last_name, "phone": user.phone},
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            profile_update(
+                user=user,
+                first_name=form.cleaned_data["first_name"],
+                last_name=form.cleaned_data["last_name"],
+                phone=form.cleaned_data["phone"],
+                request=request,
+            )
+        except ValidationFailed as error:
+            field_errors(form, error)
+        else:
+            messages.success(request, _("Your profile is complete."))
+            return redirect("/bus")
+    return render(request, "cabinet/welcome.html", {"form": form})
+
+
+@login_required(login_url="/login")
+def security_page(request: HttpRequest) -> HttpResponse:
+    user = cabinet_user(request)
+    current = current_session_id(request)
+    return render(
+        request,
+        "cabinet/security.html",
+        {
+            "sessions": [
+                {"session": session, "current": str(session.pk) == current}
+                for session in sessions_live(user=user)
+            ],
+            "events": AuditEvent.objects.filter(user=user).order_by("-created_at")[:20],
+        },
+    )
+
+
+@login_required(login_url="/login")
+@require_POST
+def two_factor_enable_page(request: HttpRequest) -> HttpResponse:
+    user = cabinet_user(request)
+    try:
+        started = two_factor_enable_start(user=user)
+    except PhoneRequired:
+        messages.error(request, _("Add your mobile phone first: the codes are sent there."))
+        return redirect("/welcome")
+    except TwoFactorAlreadyEnabled:
+        return redirect("/settings/security")
+    return redirect(f"/settings/two-factor?requestId={started.challenge.pk}")
+
+
+@login_required(login_url="/login")
+def two_factor_confirm_page(request: HttpRequest) -> HttpResponse:
+    user = cabinet_user(request)
+    challenge = challenge_of(request.GET.get("requestId"), Challenge.Purpose.ENABLE_TWO_FACTOR)
+    if challenge is None or challenge.user_id != user.pk:
+        return redirect("/settings/security")
+    form = CodeForm(request.POST or None)
+    if resent := resend_asked(request, challenge, user):
+        return resent
+    if request.method == "POST" and form.is_valid():
+        try:
+            two_factor_enable_confirm(
+                user=user,
+                request_id=challenge.pk,
+                code=form.cleaned_data["code"].strip(),
+                request=request,
+            )
+        except (CodeInvalid, AttemptsExceeded) as error:
+            code_error(form, error)
+            challenge.refresh_from_db()
+        else:
+            messages.success(
+                request, _("Two-factor sign-in is on: signing in now asks for an SMS code.")
+            )
+            return redirect("/settings/security")
+    return code_page(
+        request, template="cabinet/two_factor_enable.html", challenge=challenge, form=form
+    )
+
+
+@login_required(login_url="/login")
+@require_POST
+def two_factor_disable_page(request: HttpRequest) -> HttpResponse:
+    two_factor_disable(user=cabinet_user(request), request=request)
+    messages.success(request, _("Two-factor sign-in is off. We sent you an e-mail about it."))
+    return redirect("/settings/security")
+
+
+@login_required(login_url="/login")
+@require_POST
+def session_revoke_page(request: HttpRequest) -> HttpResponse:
+    user = cabinet_user(request)
+    current = current_session_id(request)
+    if request.POST.get("scope") == "others":
+        for session in sessions_live(user=user).exclude(pk=current or uuid.UUID(int=0)):
+            session_revoke_own(user=user, session_id=session.pk, request=request)
+        messages.success(request, _("Every other session is signed out."))
+    else:
+        try:
+            session_id = uuid.UUID(request.POST.get("session", ""))
+            session_revoke_own(user=user, session_id=session_id, request=request)
+        except (ValueError, ApplicationError):
+            messages.error(request, _("That session has already ended."))
+        else:
+            messages.success(request, _("That session is signed out."))
+    return redirect("/settings/security")
