@@ -1,4 +1,4 @@
-"""The accounts domain's errors, each with the stable code of the contract."""
+"""The accounts domain's errors, each with its stable code (docs/errors.md)."""
 
 from __future__ import annotations
 

@@ -200,7 +200,8 @@ class SignInGate(models.Model):
 
 
 class Challenge(models.Model):
-    """A confirmation code sent to a user: one mechanism for the four flows (contract section 4).
+    """A confirmation code sent to a user: one mechanism for the four flows (docs/sessions.md,
+    "Confirmation codes").
 
     The code itself is never stored, only its keyed hash. ``attempts_left`` is spent by one
     conditional UPDATE before the comparison, so parallel guesses cannot exceed the budget. A
@@ -294,7 +295,7 @@ class OutboxMessage(models.Model):
 
 
 class AuditEvent(models.Model):
-    """A security event (contract section 4), readable in the admin."""
+    """A security event (docs/sessions.md, "The audit log"), readable in the admin."""
 
     class Kind(models.TextChoices):
         SIGN_IN = "SIGN_IN", _("Signed in")

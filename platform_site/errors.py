@@ -34,7 +34,7 @@ API_PATH_PREFIXES = ("/api/", "/actuator/")
 class ApplicationError(Exception):
     """A failure the client can act on: an HTTP status, a stable code, a sentence, extra members.
 
-    ``extra`` holds the top-level members the contract names for the error (``lockedUntil``,
+    ``extra`` holds the top-level members docs/errors.md names for the error (``lockedUntil``,
     ``attemptsRemaining``...), already in their wire form.
     """
 

@@ -1,4 +1,5 @@
-"""Registration, e-mail confirmation, two-factor sign-in and password reset (contract section 4).
+"""Registration, e-mail confirmation, two-factor sign-in and password reset (docs/sessions.md,
+"Confirmation codes").
 
 Every endpoint here is unauthenticated and limited per client IP and per account or challenge.
 """

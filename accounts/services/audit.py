@@ -1,4 +1,5 @@
-"""The audit log of security events (contract section 4), with a Prometheus counter per kind."""
+"""The audit log of security events (docs/sessions.md, "The audit log"), with a Prometheus
+counter per kind."""
 
 from __future__ import annotations
 

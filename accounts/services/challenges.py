@@ -1,5 +1,5 @@
 """Confirmation codes: one mechanism for registration, 2FA sign-in, 2FA enabling and password
-reset (contract section 4).
+reset (docs/sessions.md, "Confirmation codes").
 
 A code is 6 digits from ``secrets``; only its keyed hash is stored, bound to the challenge's id
 (the ``requestId``). Every confirmation spends an attempt with one conditional UPDATE that

@@ -1,5 +1,6 @@
 """E-mails and SMS leave through the outbox: a row in the request's transaction, a Celery task
-sent when it commits, and a periodic sweep for what the broker missed (contract section 4)."""
+sent when it commits, and a periodic sweep for what the broker missed (docs/sessions.md,
+"Confirmation codes")."""
 
 from __future__ import annotations
 

@@ -95,7 +95,8 @@ def password_set_by_administrator(*, user: User, actor: User | None) -> None:
 
 def password_reset_request(*, email: str, request: HttpRequest | None) -> Started:
     """A reset code for the account of ``email``, if there is one. Unknown addresses get the same
-    work and the same answer, with a challenge that no code confirms (contract section 4)."""
+    work and the same answer, with a challenge that no code confirms (docs/sessions.md,
+    "Confirmation codes")."""
     user = user_for_identifier(kind="email", identifier=email)
     # Codes go only to the stored address, however the typed one is written (look-alikes).
     address = user.email if user is not None else email

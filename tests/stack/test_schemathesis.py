@@ -1,5 +1,6 @@
 """Schemathesis against the live platform: every operation of /api/schema/, sent valid and invalid
-requests, answers as its schema and the contract say.
+requests, answers as its schema and the docs say (docs/errors.md, docs/sessions.md,
+docs/exchange.md).
 
 The server is real gunicorn with two workers over a private PostgreSQL, and the schema is the one
 it serves. Each operation gets the coverage phase's boundary cases and FUZZ_EXAMPLES generated
@@ -9,7 +10,7 @@ type, a body matching its schema, invalid data rejected, valid data accepted. py
 subtest per operation; a failure names the check and shows the answer and a curl command that
 repeats the request. Under a minute on two cores.
 
-Each operation runs as the principal the contract gives it: /api/exchange/* as a signed-in adapter
+Each operation runs as the principal docs/sessions.md gives it: /api/exchange/* as a signed-in adapter
 whose queue is stocked (a long poll answers at once), /api/users/* as a cabinet user with a
 confirmed e-mail, a complete profile and adapters to manage, /api/auth/* without a token. Half of
 the generated ids are real ones (fuzzer_config), so the operations on one adapter or message reach
@@ -69,8 +70,9 @@ POSITIVE_DATA_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", LOCKED, "429
 NEGATIVE_DATA_STATUSES = [
     "400", "401", "403", "404", "405", "406", "409", "415", "422", LOCKED, "428", "429", "5xx",
 ]  # fmt: skip
-# Problem codes the contract answers a schema-valid request with, because what is wrong is not in
-# the request's shape: positive_data_acceptance does not count them as valid data rejected.
+# Problem codes the platform answers a schema-valid request with (docs/errors.md), because what is
+# wrong is not in the request's shape: positive_data_acceptance does not count them as valid data
+# rejected.
 CONTRACT_REJECTIONS = {
     # A confirmation code or requestId the fuzzer cannot know (docs/users-api.md, section 2).
     "CODE_INVALID",
