@@ -235,7 +235,8 @@ def remember(session_id: uuid.UUID, revision: bytes | None, session: Session) ->
 
 def _copy(session: Session) -> Session:
     """Each request gets instances of its own (session_touch changes its session), copied field
-    by field: building them from the row again through Model.__init__ cost five times as much.
+    by field: building them from the row again through Model.__init__ cost several times as much
+    (docs/performance.md, "One request's CPU").
     Every field of both models holds an immutable value (text, numbers, times, UUIDs)."""
     copy = _instance_copy(session)
     copy.user = _instance_copy(session.user)

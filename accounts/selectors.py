@@ -48,7 +48,8 @@ def session_authenticate(
     ``limits`` (their usages are returned; None when they were not counted), and the row this
     worker read under the same revision answers (accounts.liveness). Otherwise one query reads it,
     written out because it runs on every authenticated request: compiling the equivalent
-    select_related() cost more than everything else the request does.
+    select_related() cost more than everything else the request does (docs/performance.md, "One
+    request's CPU").
     """
     revision, usages = liveness.checked(user_id=claims.user_id, limits=limits)
     session = liveness.remembered(claims.session_id, revision)
