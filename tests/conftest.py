@@ -6,6 +6,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import dj_database_url
@@ -28,6 +29,8 @@ from tests.enumeration import (
     statement_shape,
 )
 from tests.factories import DEFAULT_PASSWORD, AdapterFactory, UserFactory
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
 
 
 @pytest.fixture(scope="session")
@@ -175,6 +178,12 @@ class ApiClient(Client):
 @pytest.fixture
 def owner(db: Any) -> User:
     return UserFactory.create(username="owner", email="owner@example.com")
+
+
+@pytest.fixture
+def person(db: Any) -> User:
+    """A cabinet user with a phone number."""
+    return UserFactory.create(username="grace", email="grace@example.com", phone="+4915123456789")
 
 
 @pytest.fixture

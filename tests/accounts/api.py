@@ -24,6 +24,9 @@ T0 = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
 PASSWORD = "a-long-and-unusual-passphrase"
 NEW_PASSWORD = "another-long-unusual-passphrase"
 PHONE = "+4915123456789"
+# Addresses that stand for others once normalised (NFKC, then case folding).
+KELVIN = "\u212aev1@example.org"  # KELVIN SIGN, which NFKC reads as K
+LONG_S = "\u017fam@example.org"  # LATIN SMALL LETTER LONG S, read as s
 # The members of a successful sign-in's answer, in their order.
 SIGNED_IN_FIELDS = [
     "accessToken",

@@ -13,18 +13,13 @@ from prometheus_client import REGISTRY
 
 from accounts.models import AuditEvent, OutboxMessage, Session, SignInGate, User
 from tests.accounts import api
-from tests.accounts.api import outcome
+from tests.accounts.api import by_email, outcome, reset
 from tests.conftest import ApiClient
-from tests.factories import DEFAULT_PASSWORD, AdapterFactory, UserFactory
+from tests.factories import DEFAULT_PASSWORD, AdapterFactory
 
 pytestmark = pytest.mark.django_db
 
 Kind = AuditEvent.Kind
-
-
-@pytest.fixture
-def person(db: Any) -> User:
-    return UserFactory.create(username="grace", email="grace@example.com", phone="+4915123456789")
 
 
 @pytest.fixture
@@ -88,7 +83,7 @@ def test_admin_creates_a_cabinet_user(admin_client):
 def test_the_audit_log_outbox_and_challenges_are_readable_in_the_admin(
     admin_client, signed_in, person, path
 ):
-    ApiClient().call("post", "/api/auth/reset-password", {"email": person.email})
+    reset(person.email)
 
     page = admin_client.get(path)
 
@@ -124,9 +119,7 @@ def test_disabling_ends_sessions_and_sign_in_says_disabled(admin_client, signed_
     act(admin_client, "disable", person)
 
     assert outcome(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
-    again = ApiClient().call(
-        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
-    )
+    again = by_email(person.email)
     assert outcome(again) == (403, "ACCOUNT_DISABLED")
     act(admin_client, "enable", person)
     assert (Kind.ACCOUNT_DISABLED, "root") in events(person)
@@ -136,9 +129,7 @@ def test_disabling_ends_sessions_and_sign_in_says_disabled(admin_client, signed_
 def test_expiring_credentials_sends_the_next_sign_in_to_password_reset(admin_client, person):
     act(admin_client, "expire_credentials", person)
 
-    response = ApiClient().call(
-        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
-    )
+    response = by_email(person.email)
     assert outcome(response) == (401, "ACTION_RESET_PASSWORD")
     assert (Kind.CREDENTIALS_EXPIRY_SET, "root") in events(person)
 
@@ -147,16 +138,14 @@ def test_expiring_an_account_ends_its_sessions(admin_client, signed_in, person):
     act(admin_client, "expire_account", person)
 
     assert outcome(signed_in.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
-    response = ApiClient().call(
-        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
-    )
+    response = by_email(person.email)
     assert outcome(response) == (403, "ACCOUNT_EXPIRED")
     assert (Kind.ACCOUNT_EXPIRY_SET, "root") in events(person)
 
 
 def test_unlock_and_revoke_sessions_are_audited(admin_client, signed_in, person):
     for _ in range(5):
-        ApiClient().call("post", "/api/auth/login/email", {"email": person.email, "password": "x"})
+        by_email(person.email, "x")
     assert SignInGate.objects.get().locked_until is not None
 
     act(admin_client, "unlock", person)
@@ -222,7 +211,7 @@ def test_every_audit_kind_is_counted_in_prometheus(signed_in):
 
 
 def test_the_development_outbox_shows_the_last_messages_only_with_debug(client, settings, person):
-    ApiClient().call("post", "/api/auth/reset-password", {"email": person.email})
+    reset(person.email)
     message = OutboxMessage.objects.get(to=person.email)
 
     settings.DEBUG = False

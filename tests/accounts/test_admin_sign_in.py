@@ -12,7 +12,8 @@ from axes.models import AccessAttempt
 from django.test import Client
 
 from accounts.models import AuditEvent, Session, SignInGate, User
-from tests.conftest import ApiClient, last_code
+from tests.accounts.api import by_email, by_username
+from tests.conftest import last_code
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -69,15 +70,11 @@ def test_the_sixth_wrong_password_at_the_admin_says_locked_until_and_the_right_o
 
 def test_the_admin_and_the_api_count_on_one_counter(staff):
     for _ in range(3):
-        ApiClient().call(
-            "post", "/api/auth/login/username", {"username": "ops", "password": "wrong"}
-        )
+        by_username("ops", "wrong")
     for _ in range(2):
         admin_sign_in(Client(), "ops@example.com", "wrong")
 
-    api = ApiClient().call(
-        "post", "/api/auth/login/username", {"username": "ops", "password": DEFAULT_PASSWORD}
-    )
+    api = by_username("ops")
 
     assert (api.status_code, api.json()["code"]) == (423, "ACCOUNT_LOCKED")
 
@@ -136,7 +133,7 @@ def test_the_users_admin_page_shows_the_lock_and_its_unlock_button_lifts_it(
     staff, owner, admin_client
 ):
     for _ in range(5):
-        ApiClient().call("post", "/api/auth/login/email", {"email": owner.email, "password": "x"})
+        by_email(owner.email, "x")
     page = admin_client.get(f"/admin/accounts/user/{owner.pk}/change/")
     assert AccessAttempt.objects.filter(username=owner.username).exists()
 
@@ -150,9 +147,7 @@ def test_the_users_admin_page_shows_the_lock_and_its_unlock_button_lifts_it(
     assert AuditEvent.objects.filter(user=owner, kind=Kind.UNLOCKED, actor__username="root")
     after = admin_client.get(f"/admin/accounts/user/{owner.pk}/change/")
     assert "Not locked (0 wrong passwords in a row)." in page_text(after)
-    signed_in = ApiClient().call(
-        "post", "/api/auth/login/email", {"email": owner.email, "password": DEFAULT_PASSWORD}
-    )
+    signed_in = by_email(owner.email)
     assert signed_in.status_code == 200
 
 
@@ -188,11 +183,7 @@ def test_a_password_set_by_an_administrator_ends_the_users_sessions_and_is_audit
     assert AuditEvent.objects.filter(
         user=owner, kind=Kind.PASSWORD_CHANGED, actor__username="root"
     ).exists()
-    signed_in = ApiClient().call(
-        "post",
-        "/api/auth/login/email",
-        {"email": owner.email, "password": "a-new-and-unusual-passphrase"},
-    )
+    signed_in = by_email(owner.email, "a-new-and-unusual-passphrase")
     assert signed_in.status_code == 200
 
 

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -20,10 +19,10 @@ import psycopg
 import pytest
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.accounts.api import KELVIN, LONG_S
+from tests.conftest import ROOT
+
 BEFORE = "0004_user_manager"
-KELVIN = "\u212aev1@example.org"
-LONG_S = "\u017fam@example.org"
 
 
 @pytest.fixture

@@ -13,14 +13,12 @@ from django.core.management import call_command
 from accounts.identifiers import email_canonical
 from accounts.models import OutboxMessage, User
 from accounts.services.sign_in import user_for_identifier
-from tests.accounts.api import PASSWORD, outcome, register
+from tests.accounts.api import KELVIN, LONG_S, PASSWORD, by_email, outcome, register, reset
 from tests.conftest import ApiClient, last_code
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
 
-KELVIN = "\u212aev1@example.org"  # KELVIN SIGN, which NFKC reads as K
-LONG_S = "\u017fam@example.org"  # LATIN SMALL LETTER LONG S, read as s
 FULL_WIDTH = "\uff4b\uff45\uff56\uff11@example.org"  # full-width kev1, read as kev1
 SHARP_S = "stra\u00dfe@example.org"  # ß, which case folding turns into ss
 DOTLESS = "k\u0131v@example.org"  # LATIN SMALL LETTER DOTLESS I: a letter of its own
@@ -60,7 +58,7 @@ def test_the_dotless_i_makes_an_address_of_its_own():
 def test_a_reset_sends_the_code_only_to_the_stored_address_however_it_is_typed(typed):
     user = UserFactory.create(username="kev", email="Kev1@example.org")
 
-    response = ApiClient().call("post", "/api/auth/reset-password", {"email": typed})
+    response = reset(typed)
 
     assert response.status_code == 200
     [message] = OutboxMessage.objects.all()
@@ -71,14 +69,10 @@ def test_a_reset_sends_the_code_only_to_the_stored_address_however_it_is_typed(t
 def test_sign_in_finds_the_account_in_canonical_form_and_counts_on_its_one_counter(typed):
     UserFactory.create(username="kev", email="kev1@example.org")
 
-    signed_in = ApiClient().call(
-        "post", "/api/auth/login/email", {"email": typed, "password": DEFAULT_PASSWORD}
-    )
+    signed_in = by_email(typed)
     for _ in range(5):
-        ApiClient().call("post", "/api/auth/login/email", {"email": typed, "password": "wrong"})
-    plain = ApiClient().call(
-        "post", "/api/auth/login/email", {"email": "kev1@example.org", "password": DEFAULT_PASSWORD}
-    )
+        by_email(typed, "wrong")
+    plain = by_email("kev1@example.org")
 
     assert signed_in.status_code == 200
     assert outcome(plain) == (423, "ACCOUNT_LOCKED")

@@ -17,6 +17,7 @@ from tests.accounts.api import (
     NEW_PASSWORD,
     PASSWORD,
     T0,
+    by_email,
     change_password,
     outcome,
     reset,
@@ -46,14 +47,8 @@ def test_a_second_reset_within_the_cooldown_answers_with_the_same_challenge(owne
 def test_a_completed_reset_sets_the_password_clears_the_lock_ends_sessions_and_is_audited(owner):
     client = signed_in("owner@example.com")
     for _ in range(5):
-        ApiClient().call(
-            "post", "/api/auth/login/email", {"email": "owner@example.com", "password": "wrong"}
-        )
-    locked = ApiClient().call(
-        "post",
-        "/api/auth/login/email",
-        {"email": "owner@example.com", "password": DEFAULT_PASSWORD},
-    )
+        by_email("owner@example.com", "wrong")
+    locked = by_email("owner@example.com")
     assert outcome(locked) == (423, "ACCOUNT_LOCKED")
     started = reset("owner@example.com").json()["requestId"]
 
@@ -64,11 +59,7 @@ def test_a_completed_reset_sets_the_password_clears_the_lock_ends_sessions_and_i
     assert outcome(client.call("get", "/api/users/me")) == (401, "TOKEN_REVOKED")
     assert not Session.objects.filter(user=owner, revoked_at__isnull=True).exists()
     assert signed_in("owner@example.com", NEW_PASSWORD).tokens["userDto"]["id"] == owner.pk
-    old = ApiClient().call(
-        "post",
-        "/api/auth/login/email",
-        {"email": "owner@example.com", "password": DEFAULT_PASSWORD},
-    )
+    old = by_email("owner@example.com")
     assert outcome(old) == (401, "BAD_CREDENTIALS")
     assert AuditEvent.objects.filter(user=owner, kind="PASSWORD_RESET").count() == 1
 

@@ -19,9 +19,9 @@ from accounts.models import Challenge, Session, SignInGate, User
 from accounts.services.challenges import challenge_confirm, challenge_start
 from accounts.services.sign_in import sign_in_two_factor_confirm
 from platform_site.errors import ApplicationError
-from tests.accounts.api import other_code
+from tests.accounts.api import by_email, other_code
 from tests.conftest import ApiClient, last_code
-from tests.factories import DEFAULT_PASSWORD, UserFactory
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -170,9 +170,7 @@ def test_fifty_parallel_wrong_passwords_get_exactly_five_password_checks(ada, se
 
     # 401: the password was checked; 423: the lock answered first.
     assert statuses == {401: 5, 423: 45}
-    locked = ApiClient().call(
-        "post", "/api/auth/login/email", {"email": "ADA@example.com", "password": DEFAULT_PASSWORD}
-    )
+    locked = by_email("ADA@example.com")
     assert locked.status_code == 423
 
 

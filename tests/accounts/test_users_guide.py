@@ -18,7 +18,6 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,11 +31,10 @@ from accounts.services.accounts import (
     account_set_active,
     account_unlock,
 )
-from tests.conftest import ApiClient, last_code
+from tests.conftest import ROOT, ApiClient, last_code
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs/users-api.md"
 START = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
 

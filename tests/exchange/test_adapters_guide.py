@@ -25,10 +25,9 @@ from accounts.models import Session, User
 from accounts.services.adapters import AdapterCredentials, adapter_create
 from exchange.models import DeliveryLog, Message
 from exchange.services.messages import message_send
-from tests.conftest import LongPolls
+from tests.conftest import ROOT, LongPolls
 from tests.factories import UserFactory
 
-ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs/adapters.md"
 # A block the tests run carries an HTML comment with its name on the line before its fence;
 # blocks of one name run together, in order. Other blocks are illustrations.
