@@ -1,4 +1,5 @@
-"""Long polling and concurrent consumers, with real threads on real PostgreSQL connections."""
+"""Long polling and concurrent consumers, with real threads on real PostgreSQL connections
+(docs/exchange.md, "Receiving and leases": long polls)."""
 
 from __future__ import annotations
 
