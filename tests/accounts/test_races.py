@@ -65,6 +65,7 @@ def started_with_code(
 
 @pytest.fixture
 def ada() -> User:
+    """Ada with a phone, for the SMS flows (tests/accounts/conftest.py's has none)."""
     return UserFactory.create(username="ada", email="ada@example.com", phone="+4915123456781")
 
 

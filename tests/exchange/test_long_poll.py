@@ -120,11 +120,14 @@ def test_nothing_is_held_in_a_transaction_while_a_receive_waits(
         )
     )
     long_polls.waiting(1)
+    # The wait starts the listener: once it listens, its connection is idle too.
+    assert wakeups.listening.wait(timeout=10), "the listener never listened"
 
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT state, left(query, 40) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " AND backend_type = 'client backend'"  # not autovacuum's
         )
         others = cursor.fetchall()
     send_to(sender, consumer)
