@@ -19,7 +19,7 @@ transport (``memory://``): the request's side of the outbox, the same for both; 
 e-mail for the user, a skipped row for nobody) runs in a worker after the answer.
 
 Prints the median wall time of each series, its interquartile range, and the unknown/known ratio.
-The suite proves the two paths do the same work (tests/users/test_enumeration.py); this measures
+The suite proves the two paths do the same work (tests/accounts/test_enumeration.py); this measures
 what that work takes. Exit status 0 whatever the figures.
 """
 

@@ -133,3 +133,7 @@ def change_password(client: ApiClient, current: str, new: str = NEW_PASSWORD) ->
         "/api/users/change-password",
         {"currentPassword": current, "newPassword": new, "confirmPassword": new},
     )
+
+
+def whoami(client: ApiClient, **extra: Any) -> Any:
+    return client.call("get", "/api/exchange/whoami", **extra)

@@ -24,15 +24,12 @@ from accounts.services.accounts import account_edit
 from accounts.services.sessions import REFRESH_RACE_SECONDS, sessions_revoke_for_user
 from platform_site.embedded import redis_server
 from platform_site.settings import redis_caches
+from tests.accounts.api import whoami
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
 
 NOBODY = "redis://127.0.0.1:1/0"  # a Redis that does not answer: nothing listens there
-
-
-def whoami(client: ApiClient) -> Any:
-    return client.call("get", "/api/exchange/whoami")
 
 
 def remembered(client: ApiClient, django_assert_num_queries: Any) -> None:

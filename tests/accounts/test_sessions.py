@@ -18,14 +18,10 @@ from accounts.devices import client_ip
 from accounts.models import Session
 from accounts.services.sessions import REFRESH_RACE_SECONDS
 from platform_site.database import direct_connect
-from tests.accounts.api import T0, outcome, signed_in
+from tests.accounts.api import T0, outcome, signed_in, whoami
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
-
-
-def whoami(client: ApiClient, **extra: Any) -> Any:
-    return client.call("get", "/api/exchange/whoami", **extra)
 
 
 def test_whoami_names_the_adapter_its_session_and_device(consumer, adapter):

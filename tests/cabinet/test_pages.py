@@ -14,16 +14,11 @@ from accounts.models import Challenge, Session, User
 from accounts.services.accounts import account_require_password_change
 from exchange.models import Message
 from tests.conftest import ApiClient, last_code
-from tests.factories import DEFAULT_PASSWORD, UserFactory
+from tests.factories import DEFAULT_PASSWORD
 
 pytestmark = pytest.mark.django_db
 
 PASSWORD = "a-long-and-unusual-passphrase"
-
-
-@pytest.fixture
-def person(db: Any) -> User:
-    return UserFactory.create(username="grace", email="grace@example.com", phone="+4915123456789")
 
 
 def sign_in(client: Client, login: str, password: str = DEFAULT_PASSWORD) -> Any:
