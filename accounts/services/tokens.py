@@ -166,6 +166,12 @@ def access_token_decode(raw: str) -> Claims:
     return claims
 
 
+UNREADABLE_REFRESH = "The refresh token cannot be read: send the refreshToken of a token pair."
+
+
 def refresh_token_decode(raw: str) -> Claims:
     """Claims of a valid refresh token; TokenExpired, or TokenMalformed (an access token too)."""
-    return _verified(KeyedRefreshToken, raw)
+    try:
+        return _verified(KeyedRefreshToken, raw)
+    except TokenMalformed:
+        raise TokenMalformed(UNREADABLE_REFRESH) from None

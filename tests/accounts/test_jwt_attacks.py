@@ -370,3 +370,10 @@ def test_absurd_time_claims_in_a_correctly_signed_token_are_401_never_500(
     assert response.status_code == 401, response.content
     assert response["Content-Type"] == "application/problem+json"
     assert response.json()["code"] in codes
+
+
+def test_an_unreadable_refresh_token_is_named_as_such(consumer: ApiClient) -> None:
+    response = consumer.call("post", "/api/auth/refresh", {"refreshToken": "not-a-jwt"})
+
+    assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED")
+    assert response.json()["detail"].startswith("The refresh token cannot be read")
