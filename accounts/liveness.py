@@ -92,6 +92,7 @@ return result
 """
 _CHECK_SHA = hashlib.sha1(_CHECK.encode()).hexdigest()  # noqa: S324 (Redis names scripts so)
 _held = threading.local()  # each thread's own line to Redis (_Line) for _evaluate()
+_changing = threading.local()  # each thread's open changing() blocks: the users each announced
 
 # session id -> (revision, when it was read, the session with its user)
 _remembered: dict[uuid.UUID, tuple[bytes, float, Session]] = {}
@@ -300,7 +301,18 @@ def revisions_change(user_ids: Iterable[int]) -> None:
 def changing(user_ids: Iterable[int]) -> Iterator[None]:
     """The transaction of a write to these users' rows or to their sessions: every worker reads
     them again after it. Raises CacheUnavailable (503) before anything is written when Redis
-    cannot be told."""
+    cannot be told.
+
+    Services nest (a password reset sets the password and ends the sessions, each a writer of its
+    own): inside an enclosing ``changing`` of the same users, whose replacements before and after
+    its transaction already cover these writes, nothing more is sent to Redis."""
+    user_ids = set(user_ids)
+    announced: list[set[int]] = _changing.__dict__.setdefault("stack", [])
     with transaction.atomic():
-        revisions_change(user_ids)
-        yield
+        if not any(user_ids <= outer for outer in announced):
+            revisions_change(user_ids)
+        announced.append(user_ids)
+        try:
+            yield
+        finally:
+            announced.pop()

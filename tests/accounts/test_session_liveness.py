@@ -350,6 +350,20 @@ def test_every_writer_moves_the_revision_in_the_transaction_of_its_write(
     assert all(after[user_id] not in (None, before[user_id]) for user_id in user_ids), after
 
 
+@pytest.mark.parametrize("writer", [disable, reset_password, rotate_adapter_password])
+def test_services_that_nest_tell_redis_once(writer: Writer, trail: Trail, world: World) -> None:
+    """A service made of other writers (disabling ends the sessions too) replaces each revision
+    once: the enclosing transaction's replacements cover the inner writes."""
+    user_ids, act = writer(world)
+    trail.events.clear()
+
+    act()
+
+    announced = [value for kind, value in trail.events if kind == "announce"]
+    assert announced == [user_ids]
+    assert trail.unannounced_writes() == []
+
+
 def test_the_guard_catches_a_write_outside_changing(trail: Trail, world: World) -> None:
     """The check above can fail: a write of a loud field outside ``changing`` is reported."""
     trail.events.clear()
