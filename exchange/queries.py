@@ -171,16 +171,60 @@ FROM revived
 RETURNING message_id, recipient_id
 """
 
-NOTIFY_CHANNEL = "exchange_message"
-NOTIFY = "SELECT pg_notify('exchange_message', %(recipient)s::text)"
+# A send: one statement for any number of messages (a batch of up to 100, or one). Rows are
+# inserted in the order given, so each recipient's messages take their seq, their place in the
+# queue, in that order. Payloads and headers arrive as JSON text: services.messages has already
+# written them out to measure them.
+SEND = """
+INSERT INTO exchange_message (
+    message_id, recipient_id, sender_id, type, payload, headers, receive_count
+)
+SELECT message_id, recipient_id, %(sender)s, type, payload::jsonb, headers::jsonb, 0
+FROM unnest(
+    %(ids)s::uuid[], %(recipients)s::bigint[], %(types)s::text[], %(payloads)s::text[],
+    %(headers)s::text[]
+) WITH ORDINALITY AS sent (message_id, recipient_id, type, payload, headers, position)
+ORDER BY position
+"""
 
-# Bounded queues (exchange/services/queues.py). The depth of one recipient's queue, counted no
+# Idempotency keys of a send, claimed for their messages. A key another transaction holds makes
+# this one wait until that commits (then DO NOTHING: the key is not returned) or rolls back (then
+# it is claimed here). Claimed in the order of the keys, so two batches that share keys wait on
+# each other instead of deadlocking.
+KEYS_CLAIM = """
+INSERT INTO exchange_idempotencykey (sender_id, key, message_id, body_hash, created_at)
+SELECT %(sender)s, key, message_id, body_hash, statement_timestamp()
+FROM unnest(%(keys)s::text[], %(ids)s::uuid[], %(hashes)s::text[])
+    AS claimed (key, message_id, body_hash)
+ORDER BY key
+ON CONFLICT (sender_id, key) DO NOTHING
+RETURNING key
+"""
+
+# Keys claimed for messages that were refused after all (their queue was full): a later send
+# with the key is a new message.
+KEYS_RELEASE = """
+DELETE FROM exchange_idempotencykey WHERE sender_id = %(sender)s AND key = ANY(%(keys)s::text[])
+"""
+
+# Wakes the long polls waiting for these recipients (exchange/wakeups.py) when the transaction
+# commits.
+NOTIFY_CHANNEL = "exchange_message"
+NOTIFY = """
+SELECT pg_notify('exchange_message', recipient::text)
+FROM unnest(%(recipients)s::bigint[]) AS recipient
+"""
+
+# Bounded queues (exchange/services/queues.py). The depth of each recipient's queue, counted no
 # further than the limit: a full queue costs at most that many index entries, once per
 # DEPTH_SECONDS (the count is cached and kept up to date by sends in between).
-DEPTH = """
-SELECT count(*) FROM (
-    SELECT 1 FROM exchange_message WHERE recipient_id = %(recipient)s LIMIT %(limit)s
-) AS queued
+DEPTHS = """
+SELECT recipient, (
+    SELECT count(*) FROM (
+        SELECT 1 FROM exchange_message WHERE recipient_id = recipient LIMIT %(limit)s
+    ) AS queued
+)
+FROM unnest(%(recipients)s::bigint[]) AS recipient
 """
 
 # One batch of a purge: the recipient's messages, leased or not. A row that a receive or an ACK

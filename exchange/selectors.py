@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from django.db import connection
@@ -36,13 +36,16 @@ class QueueStats:
         }
 
 
-def may_send(*, sender: User, recipient_id: int) -> bool:
-    """Adapters of one owner reach each other; others need a route from the recipient's owner."""
+def recipients_reachable(*, sender: User, recipient_ids: Collection[int]) -> set[int]:
+    """Which of ``recipient_ids`` ``sender`` may send to: adapters of one owner reach each other;
+    others need a route from the recipient's owner."""
+    if not recipient_ids:
+        return set()
     routed = Route.objects.filter(recipient=OuterRef("pk"), sender=sender)
-    return (
-        User.objects.filter(pk=recipient_id, kind=User.Kind.ADAPTER)
+    return set(
+        User.objects.filter(pk__in=recipient_ids, kind=User.Kind.ADAPTER)
         .filter(Q(owner_id=sender.owner_id) | Exists(routed))
-        .exists()
+        .values_list("pk", flat=True)
     )
 
 

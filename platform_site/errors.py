@@ -23,6 +23,7 @@ from django_ratelimit.exceptions import Ratelimited
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from platform_site.problem_titles import problem_title
 from platform_site.serializers import has_unknown_field
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class ApplicationError(Exception):
     def body(self) -> dict[str, Any]:
         return {
             "type": "about:blank",
-            "title": HTTPStatus(self.status).phrase,
+            "title": problem_title(self.status),
             "status": self.status,
             "detail": self.detail,
             "code": self.code,
@@ -311,10 +312,19 @@ def _is_json(response: HttpResponse) -> bool:
     return content_type == "application/json" or content_type.endswith("+json")
 
 
+def body_limit(view: Any) -> int:
+    """The largest request body ``view`` (a view function, or a DRF view class) takes: the setting
+    its class names in ``body_limit_setting`` (the batch send's is larger), else
+    HTTP_MAX_BODY_BYTES."""
+    view_class = getattr(view, "cls", view)  # DRF's as_view() keeps the class it was made of
+    limit: int = getattr(settings, getattr(view_class, "body_limit_setting", "HTTP_MAX_BODY_BYTES"))
+    return limit
+
+
 class ApiProblemMiddleware:
     """Under the API paths, no HTML error page and no stack trace: problem+json instead.
 
-    It rejects bodies above HTTP_MAX_BODY_BYTES before anything reads them, answers unhandled
+    It rejects bodies above the view's body_limit() before anything reads them, answers unhandled
     exceptions with a logged 500 (also when DEBUG would show Django's technical page), and rewrites
     error responses that Django produced as HTML or plain text.
     """
@@ -326,12 +336,6 @@ class ApiProblemMiddleware:
         if not is_api_path(request.path_info):
             response: HttpResponse = self.get_response(request)
             return response
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if length > settings.HTTP_MAX_BODY_BYTES:
-            return problem_response(PayloadTooLarge())
         response = self.get_response(request)
         if response.status_code >= 400 and not _is_json(response):
             error = error_for_status(response.status_code)
@@ -341,6 +345,19 @@ class ApiProblemMiddleware:
                     converted[header] = response[header]
             return converted
         return response
+
+    def process_view(
+        self, request: HttpRequest, view: Any, args: Any, kwargs: Any
+    ) -> HttpResponse | None:
+        if not is_api_path(request.path_info):
+            return None
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > body_limit(view):
+            return problem_response(PayloadTooLarge())
+        return None
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not is_api_path(request.path_info):

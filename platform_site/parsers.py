@@ -7,10 +7,9 @@ import re
 from collections.abc import Mapping
 from typing import IO, Any
 
-from django.conf import settings
 from rest_framework.parsers import JSONParser
 
-from platform_site.errors import MalformedBody, PayloadTooLarge
+from platform_site.errors import MalformedBody, PayloadTooLarge, body_limit
 
 MAX_DEPTH = 64
 
@@ -59,7 +58,7 @@ class StrictJSONParser(JSONParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        limit = settings.HTTP_MAX_BODY_BYTES
+        limit = body_limit((parser_context or {}).get("view"))
         # Read at most one byte past the limit: a chunked body has no Content-Length to refuse.
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:

@@ -11,8 +11,9 @@ key). tests/accounts/test_rate_limits.py holds the two paths to the same counts 
 
 from __future__ import annotations
 
+import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -20,6 +21,8 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 from django_ratelimit.core import get_usage
+from django_redis import get_redis_connection
+from redis.exceptions import RedisError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -145,6 +148,67 @@ def rate_limit_enforce(usages: Iterable[Usage]) -> Usage | None:
 def rate_limit_hit(request: HttpRequest, limits: Iterable[Limit]) -> Usage | None:
     """Count this request against every limit; RateLimited (429) if one is exceeded."""
     return rate_limit_enforce(rate_limit_count(request, limits))
+
+
+def rate_limit_count_more(request: Request, limits: Sequence[Limit], amount: int) -> int:
+    """For a request that stands for more than one unit against ``limits`` (a batch of
+    messages, each counting once): count ``amount`` more, on the counters that counted the
+    request itself, and answer how many of them fit within every limit. The response's
+    X-Rate-Limit-* headers then show the count after them.
+
+    Like refused requests, units that do not fit are counted all the same.
+    """
+    if amount <= 0:
+        return amount
+    if getattr(request.auth, "counted", None) is not None:
+        counted = _count_in_redis(limits, amount)  # authentication counted there: so do we
+    else:
+        counted = _count_with_django_ratelimit(request, limits, amount)
+    if counted is None:  # nothing answered: limits fail open
+        return amount
+    usage, fitting = counted
+    request.rate_limit_usage = usage  # type: ignore[attr-defined]
+    return fitting
+
+
+def _count_in_redis(limits: Sequence[Limit], amount: int) -> tuple[Usage | None, int] | None:
+    """``amount`` more on the Redis counters that accounts.liveness counts in (counter_key)."""
+    now = int(time.time())
+    counters = [counter_key(limit, now) for limit in limits]
+    try:
+        pipeline = get_redis_connection("default").pipeline(transaction=False)
+        for key, seconds, _ in counters:
+            pipeline.incrby(key, amount)
+            pipeline.expire(key, seconds)
+        replies = pipeline.execute()
+    except RedisError:
+        return None
+    usages, fitting = [], amount
+    for limit, count, (_, _, window_end) in zip(limits, replies[::2], counters, strict=True):
+        usages.append(usage_counted(limit, count=count, window_end=window_end, now=now))
+        allowed, _ = _split_rate(limit.rate)
+        fitting = min(fitting, max(0, amount - max(0, count - allowed)))
+    return _tightest(usages), fitting
+
+
+def _count_with_django_ratelimit(
+    request: Request, limits: Sequence[Limit], amount: int
+) -> tuple[Usage | None, int] | None:
+    """``amount`` more on django-ratelimit's counters (without Redis: the local memory cache),
+    which count one at a time."""
+    usages: list[Usage] = []
+    fitting = 0
+    for _ in range(amount):
+        usages = rate_limit_count(request._request, limits)
+        if not usages:
+            return None
+        if not any(usage.exceeded for usage in usages):
+            fitting += 1
+    return _tightest(usages), fitting
+
+
+def _tightest(usages: Iterable[Usage]) -> Usage | None:
+    return min(usages, key=lambda usage: usage.remaining, default=None)
 
 
 class RateLimitedApiMixin:

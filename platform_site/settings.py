@@ -371,6 +371,11 @@ EXCHANGE_LONG_POLL_MAX_WAITING = env_int("EXCHANGE_LONG_POLL_MAX_WAITING", 6, mi
 # message at EXCHANGE_MAX_PAYLOAD_BYTES with its envelope.
 HTTP_MAX_BODY_BYTES = env_int("HTTP_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = HTTP_MAX_BODY_BYTES
+# A batch send (POST /api/exchange/messages/batch, up to 100 messages) has its own body limit,
+# never below HTTP_MAX_BODY_BYTES: any message that may be sent alone may be sent in a batch.
+EXCHANGE_BATCH_MAX_BODY_BYTES = env_int(
+    "EXCHANGE_BATCH_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=HTTP_MAX_BODY_BYTES
+)
 
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
@@ -415,6 +420,7 @@ SPECTACULAR_SETTINGS = {
     # A PATCH body keeps its required fields (PATCH /api/users/adapters/{id} needs "active"):
     # the Patched* components would drop them.
     "COMPONENT_SPLIT_PATCH": False,
+    "ENUM_NAME_OVERRIDES": {"SendBatchStatusEnum": "exchange.api.serializers.BATCH_STATUSES"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "platform_site.serializers.openapi_request_bodies_closed",

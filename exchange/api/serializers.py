@@ -10,6 +10,8 @@ from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from exchange.services.messages import Outgoing
+from platform_site.errors import ApplicationError, application_error_for
 from platform_site.serializers import Input
 
 MAX_BATCH = 100
@@ -65,6 +67,104 @@ class SendInput(Input):
         if any(not key or len(key) > 64 for key in headers):
             raise serializers.ValidationError("Header names are 1 to 64 characters.")
         return headers
+
+
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]+$"
+
+
+class SendBatchItemInput(SendInput):
+    idempotencyKey = serializers.RegexField(
+        IDEMPOTENCY_KEY_PATTERN,
+        min_length=1,
+        max_length=255,
+        required=False,
+        help_text="As a single send's Idempotency-Key header, in the same namespace.",
+        error_messages={"invalid": "1 to 255 printable ASCII characters."},
+    )
+
+    def validate_payload(self, payload: Any) -> Any:
+        if payload is None:
+            raise serializers.ValidationError("This field may not be null.")
+        return payload
+
+
+class SendBatchInput(Input):
+    messages = serializers.ListField(
+        child=SendBatchItemInput(), allow_empty=False, max_length=MAX_BATCH
+    )
+
+
+def batch_items(data: Any) -> list[Outgoing | ApplicationError]:
+    """SendBatchInput's messages, each an Outgoing or the 400 that says what is wrong with it.
+    A body that is not a batch at all (not an object with a list of 1 to MAX_BATCH messages)
+    is one 400 for the whole request."""
+    batch = SendBatchInput(data=data)
+    if batch.is_valid():
+        return [_outgoing(item) for item in batch.validated_data["messages"]]
+    # The items' own errors come by position, {index: errors}; anything else is about the body
+    # or the list itself.
+    item_errors = batch.errors.get("messages")
+    if batch.errors.keys() != {"messages"} or not isinstance(item_errors, dict):
+        raise serializers.ValidationError(batch.errors)
+    items: list[Outgoing | ApplicationError] = []
+    for position, item in enumerate(data["messages"]):
+        if position in item_errors:
+            error = application_error_for(serializers.ValidationError(item_errors[position]))
+            items.append(cast(ApplicationError, error))
+        else:
+            items.append(_outgoing(SendBatchItemInput.validated(item)))
+    return items
+
+
+def _outgoing(item: dict[str, Any]) -> Outgoing:
+    return Outgoing(
+        to=item["to"],
+        type=item["type"],
+        payload=item["payload"],
+        headers=item["headers"],
+        idempotency_key=item.get("idempotencyKey"),
+    )
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "required": ["status", "code", "detail"],
+        "properties": {
+            "status": {"type": "integer"},
+            "code": {"type": "string"},
+            "detail": {"type": "string"},
+            "errors": {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                "description": "With VALIDATION_FAILED and UNKNOWN_FIELD: what is wrong.",
+            },
+            "retryAfterSeconds": {
+                "type": "integer",
+                "description": "With RATE_LIMITED and QUEUE_FULL.",
+            },
+        },
+        "description": "failed: why, with the members of the error's problem (docs/errors.md).",
+    }
+)
+class ItemErrorField(serializers.JSONField):
+    """An item's error: a problem's members but type and title (``errors`` is taken by
+    Serializer, so this is a field with a schema rather than a serializer)."""
+
+
+BATCH_STATUSES = ["sent", "duplicate", "failed"]
+
+
+class SendBatchResultOutput(serializers.Serializer[Any]):
+    status = serializers.ChoiceField(choices=BATCH_STATUSES)
+    messageId = serializers.UUIDField(
+        required=False, help_text="sent: the new message; duplicate: the key's first message."
+    )
+    error = ItemErrorField(required=False)
+
+
+class SendBatchOutput(serializers.Serializer[Any]):
+    results = SendBatchResultOutput(many=True, help_text="One per message, in the request's order.")
 
 
 class SentOutput(serializers.Serializer[Any]):

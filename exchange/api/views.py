@@ -23,26 +23,38 @@ from exchange.api.serializers import (
     ReleaseInput,
     ResultOutput,
     ResultsOutput,
+    SendBatchInput,
+    SendBatchOutput,
     SendInput,
     SentOutput,
     StatsOutput,
     WhoAmIOutput,
     ack_ids,
+    batch_items,
     receive_options,
 )
 from exchange.errors import MessageNotFound
 from exchange.selectors import queue_stats
 from exchange.services.messages import (
+    Outgoing,
     Receipt,
+    Sent,
     leases_extend,
     message_send,
     messages_ack,
     messages_receive,
     messages_release,
+    messages_send,
     receipt_parse,
 )
-from platform_site.errors import ValidationFailed
-from platform_site.ratelimits import Limit, RateLimitedApiMixin, exchange_limits
+from platform_site.errors import ApplicationError, RateLimited, ValidationFailed
+from platform_site.ratelimits import (
+    Limit,
+    RateLimitedApiMixin,
+    Usage,
+    exchange_limits,
+    rate_limit_count_more,
+)
 from platform_site.serializers import problem_responses
 from platform_site.timestamps import rfc3339
 
@@ -155,6 +167,57 @@ class MessagesApi(ExchangeApi):
         if sent.duplicate:
             return json_response({"messageId": str(sent.message_id), "duplicate": True})
         return json_response({"messageId": str(sent.message_id)}, status=201)
+
+
+class MessagesBatchApi(ExchangeApi):
+    body_limit_setting = "EXCHANGE_BATCH_MAX_BODY_BYTES"  # platform_site.errors.body_limit
+
+    @extend_schema(
+        operation_id="exchange_send_batch",
+        summary="Send up to 100 messages: each sent, a duplicate, or failed on its own",
+        description="Each message follows the single send's rules: the same routes, payload "
+        "limit and queue bound, and its idempotencyKey lives in the namespace of the single "
+        "send's Idempotency-Key header (a key given twice in one batch: the second is a "
+        "duplicate of the first). One message's failure does not fail the others; results "
+        "come in the request's order. Each message counts once against EXCHANGE_RATE_LIMIT: "
+        "those past it fail with RATE_LIMITED. The body may be up to "
+        "EXCHANGE_BATCH_MAX_BODY_BYTES (4 MiB).",
+        request=SendBatchInput,
+        responses={200: SendBatchOutput, **problem_responses(*ERRORS, 413)},
+        tags=["exchange"],
+    )
+    def post(self, request: AuthenticatedRequest) -> HttpResponse:
+        items = batch_items(request.data)
+        # The request counted once already, for its first message.
+        fitting = 1 + rate_limit_count_more(
+            request, exchange_limits(request.user.pk), len(items) - 1
+        )
+        sending = {
+            position: item
+            for position, item in enumerate(items[:fitting])
+            if isinstance(item, Outgoing)
+        }
+        sent = messages_send(sender=request.user, messages=list(sending.values()))
+        outcomes = dict(zip(sending, sent, strict=True))
+        results = []
+        for position, item in enumerate(items):
+            if isinstance(item, ApplicationError):
+                results.append(_batch_result(item))
+            elif position in outcomes:
+                results.append(_batch_result(outcomes[position]))
+            else:
+                usage: Usage = request.rate_limit_usage  # type: ignore[attr-defined]
+                limited = RateLimited(retry_after_seconds=usage.retry_after_seconds)
+                results.append(_batch_result(limited))
+        return json_response({"results": results})
+
+
+def _batch_result(outcome: Sent | ApplicationError) -> dict[str, Any]:
+    if isinstance(outcome, ApplicationError):
+        error = {"status": outcome.status, "code": outcome.code, "detail": outcome.detail}
+        return {"status": "failed", "error": {**error, **outcome.extra}}
+    status = "duplicate" if outcome.duplicate else "sent"
+    return {"status": status, "messageId": str(outcome.message_id)}
 
 
 class MessagesAckApi(ExchangeApi):

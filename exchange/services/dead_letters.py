@@ -21,6 +21,5 @@ def dead_letters_redrive(*, owner: User, message_ids: Sequence[uuid.UUID]) -> li
     with connection.cursor() as cursor:
         cursor.execute(queries.REDRIVE, {"recipients": recipients, "ids": list(message_ids)})
         revived = cursor.fetchall()
-        for recipient in {row[1] for row in revived}:
-            cursor.execute(queries.NOTIFY, {"recipient": recipient})
+        cursor.execute(queries.NOTIFY, {"recipients": sorted({row[1] for row in revived})})
     return [row[0] for row in revived]

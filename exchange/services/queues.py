@@ -16,9 +16,10 @@ recipient, how long a message may wait, and the owner's purge.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.cache import cache
@@ -28,7 +29,6 @@ from django.utils import timezone
 from accounts.models import User
 from accounts.services.audit import Kind, audit
 from exchange import metrics, queries
-from exchange.errors import QueueFull
 
 DEPTH_SECONDS = 2
 BATCH = 1000
@@ -38,37 +38,47 @@ def _depth_key(recipient_id: int) -> str:
     return f"exchange:depth:{recipient_id}"
 
 
-def _reserve(key: str) -> int | None:
-    """One more in the counted depth at ``key``; None when it was not counted lately (or the
-    cache is away: django-redis then answers None)."""
+def _reserve(key: str, count: int) -> int | None:
+    """``count`` more in the counted depth at ``key``; None when it was not counted lately (or
+    the cache is away: django-redis then answers None)."""
     try:
-        reserved: int | None = cache.incr(key)
+        reserved: int | None = cache.incr(key, count)
     except ValueError:
         return None
     return reserved
 
 
-def queue_admit(*, recipient_id: int) -> None:
-    """Take a place in the recipient's queue for one more message, or QueueFull.
+def queue_admit(counts: Mapping[int, int]) -> dict[int, int]:
+    """Take places in recipients' queues: ``counts`` maps a recipient to the messages for it;
+    the answer, how many of them have a place (the first so many: the rest are QUEUE_FULL).
 
-    The place is taken in the counted depth (an atomic increment), so parallel sends cannot
+    The places are taken in the counted depth (an atomic increment), so parallel sends cannot
     take the last place twice; a send that fails after this keeps its place until the next
-    counting.
+    counting. Queues not counted lately are counted in one statement.
     """
     limit = settings.EXCHANGE_MAX_QUEUE_DEPTH
-    key = _depth_key(recipient_id)
-    reserved = _reserve(key)
-    if reserved is None:
+    reserved = {
+        recipient: _reserve(_depth_key(recipient), count) for recipient, count in counts.items()
+    }
+    uncounted = [recipient for recipient, total in reserved.items() if total is None]
+    if uncounted:
         with connection.cursor() as cursor:
-            cursor.execute(queries.DEPTH, {"recipient": recipient_id, "limit": limit})
-            [(depth,)] = cursor.fetchall()
-        cache.add(key, depth, DEPTH_SECONDS)  # a parallel counting may have been first
-        reserved = _reserve(key) or depth + 1
-    if reserved > limit:
-        with contextlib.suppress(ValueError):
-            cache.decr(key)  # the place was not taken after all
-        metrics.sends_refused.labels("queue_full").inc()
-        raise QueueFull()
+            cursor.execute(queries.DEPTHS, {"recipients": uncounted, "limit": limit})
+            depths = dict(cursor.fetchall())
+        for recipient in uncounted:
+            key, depth, count = _depth_key(recipient), depths[recipient], counts[recipient]
+            cache.add(key, depth, DEPTH_SECONDS)  # a parallel counting may have been first
+            reserved[recipient] = _reserve(key, count) or depth + count
+    admitted: dict[int, int] = {}
+    for recipient, count in counts.items():
+        total = cast(int, reserved[recipient])
+        admitted[recipient] = max(0, count - max(0, total - limit))
+        refused = count - admitted[recipient]
+        if refused:
+            with contextlib.suppress(ValueError):
+                cache.decr(_depth_key(recipient), refused)  # those places were not taken
+            metrics.sends_refused.labels("queue_full").inc(refused)
+    return admitted
 
 
 def queue_purge(*, adapter: User, actor: User) -> int:

@@ -27,7 +27,14 @@ from platform_site.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NGINX_DIR = ROOT / "deploy" / "nginx"
-TEMPLATE_VARIABLES = ("NGINX_PORT", "BACKEND", "STATIC_ROOT", "ACCESS_LOG", "CLIENT_MAX_BODY_SIZE")
+TEMPLATE_VARIABLES = (
+    "NGINX_PORT",
+    "BACKEND",
+    "STATIC_ROOT",
+    "ACCESS_LOG",
+    "CLIENT_MAX_BODY_SIZE",
+    "CLIENT_MAX_BATCH_BODY_SIZE",
+)
 SEED_LOG_FIELDS = {
     "time",
     "status",
@@ -79,7 +86,9 @@ class Prefix:
 
 
 @contextmanager
-def make_prefix(backend: str, body_size: str = "1m") -> Iterator[Prefix]:
+def make_prefix(
+    backend: str, body_size: str = "1m", batch_body_size: str = "4m"
+) -> Iterator[Prefix]:
     # World-readable: nginx's workers (nobody, when started as root) read the static files.
     path = Path(tempfile.mkdtemp(prefix="platform-nginx-"))
     try:
@@ -98,6 +107,7 @@ def make_prefix(backend: str, body_size: str = "1m") -> Iterator[Prefix]:
             "STATIC_ROOT": str(static),
             "ACCESS_LOG": str(access_log),
             "CLIENT_MAX_BODY_SIZE": body_size,
+            "CLIENT_MAX_BATCH_BODY_SIZE": batch_body_size,
         }
         for template in (NGINX_DIR / "templates").glob("*.template"):
             target = path / "conf.d" / template.name.removesuffix(".template")
@@ -315,6 +325,23 @@ def test_oversized_body_is_refused_with_413(proxy: Prefix, backend: StubBackend)
     status, _, _ = request(proxy, "POST", "/api/x", body=b"x" * (1024 * 1024 - 1))
     assert status == 200
     assert [seen.path for seen in backend.requests] == ["/api/x"]
+
+
+def test_only_the_batch_send_takes_a_larger_body(proxy: Prefix, backend: StubBackend) -> None:
+    two_megabytes = b"x" * (2 * 1024 * 1024)
+    status, _, _ = request(proxy, "POST", "/api/exchange/messages/batch", body=two_megabytes)
+    assert status == 200
+    assert backend.requests[0].path == "/api/exchange/messages/batch"
+    assert backend.requests[0].body == two_megabytes
+    # Its limit is its own (4m here); beside it, the server-wide 1m still holds.
+    for path, size in (
+        ("/api/exchange/messages/batch", 4 * 1024 * 1024 + 1),
+        ("/api/exchange/messages/batch/", 2 * 1024 * 1024),
+        ("/api/exchange/messages", 2 * 1024 * 1024),
+    ):
+        status, _, _ = request(proxy, "POST", path, body=b"x" * size)
+        assert status == 413, path
+    assert len(backend.requests) == 1
 
 
 def test_static_files_are_served_compressed(proxy: Prefix, backend: StubBackend) -> None:

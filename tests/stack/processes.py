@@ -215,6 +215,7 @@ NGINX_TEMPLATE_VARIABLES = (
     "STATIC_ROOT",
     "ACCESS_LOG",
     "CLIENT_MAX_BODY_SIZE",
+    "CLIENT_MAX_BATCH_BODY_SIZE",
 )
 
 
@@ -267,6 +268,7 @@ def running_nginx(
             "STATIC_ROOT": str(static_root),
             "ACCESS_LOG": str(server.access_log),
             "CLIENT_MAX_BODY_SIZE": client_max_body_size,
+            "CLIENT_MAX_BATCH_BODY_SIZE": "4m",
         },
     )
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
