@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from exchange_client import ExchangeClient, Message, Summary
+from exchange_client import (
+    ExchangeClient,
+    ExchangeError,
+    Message,
+    Outgoing,
+    PayloadTooLarge,
+    PermissionDenied,
+    Sent,
+    Summary,
+)
 
 from tests.clients.conftest import query, stock
 from tests.stack.conftest import Adapter, Gunicorn, Owner, StackDatabase, wait_until
@@ -345,3 +354,73 @@ def test_a_consumer_handles_every_message_through_a_postgresql_restart_and_none_
     logged = delivery_log(stack_database, adapter)
     assert set(logged) == set(ids)
     assert set(logged.values()) == {1}
+
+
+def sent_only(outcomes: list[Sent | ExchangeError]) -> list[Sent]:
+    assert all(isinstance(outcome, Sent) for outcome in outcomes), outcomes
+    return [outcome for outcome in outcomes if isinstance(outcome, Sent)]
+
+
+def test_send_batch_answers_each_message_in_order_and_a_retry_queues_nothing_twice(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner
+) -> None:
+    recipient = owner.create_adapter("batch-recipient")
+    producer = owner.create_adapter("batch-producer")
+    batch = [
+        Outgoing(recipient.adapter_id, "stock", {"n": n}, idempotency_key=f"stock-{n}")
+        for n in range(230)
+    ]
+    batch[7] = Outgoing(999_999, "stock", {"n": 7})  # nobody we may send to
+    batch[150] = Outgoing(recipient.adapter_id, "stock", "x" * 300_000)  # over 256 KiB
+
+    with client_for(gunicorn.base_url, producer, "batch-producer-1") as client:
+        first = client.send_batch(batch)
+        again = client.send_batch(batch[:7] + batch[8:150] + batch[151:])
+
+    assert isinstance(first[7], PermissionDenied)
+    assert first[7].code == "SEND_NOT_ALLOWED"
+    assert isinstance(first[150], PayloadTooLarge)
+    sent = sent_only([outcome for n, outcome in enumerate(first) if n not in (7, 150)])
+    assert not any(outcome.duplicate for outcome in sent)
+    # The same keys again: each a duplicate of its first message, nothing queued anew.
+    assert [(o.message_id, o.duplicate) for o in sent_only(again)] == [
+        (o.message_id, True) for o in sent
+    ]
+    handled: list[Message] = []
+    with client_for(gunicorn.base_url, recipient, "batch-recipient-1") as consumer:
+        consumer.consume(handled.append, batch=100, wait=0, until_empty=True, handle_signals=False)
+    assert [m.payload["n"] for m in handled] == [n for n in range(230) if n not in (7, 150)]
+    assert [m.message_id for m in handled] == [o.message_id for o in sent]
+
+
+def test_send_batch_sends_again_what_a_full_queue_refused_until_all_are_queued(
+    stack_database: StackDatabase,
+    owner: Owner,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="exchange_client")
+    recipient = owner.create_adapter("bounded-recipient")
+    producer = owner.create_adapter("bounded-producer")
+    bounded = {"EXCHANGE_MAX_QUEUE_DEPTH": "20"}
+    batch = [Outgoing(recipient.adapter_id, "stock", {"n": n}) for n in range(60)]
+    handled: list[Message] = []
+
+    with running_gunicorn(stack_database, tmp_path / "bounded", bounded) as server:
+        consumer = client_for(server.base_url, recipient, "bounded-recipient-1")
+        with consumer, ThreadPoolExecutor(max_workers=1) as pool:
+            run = consuming(pool, consumer, handled.append, batch=10, wait=1)
+            with client_for(server.base_url, producer, "bounded-producer-1") as client:
+                outcomes = client.send_batch(batch)
+            wait_until(
+                lambda: alive(run) and len(handled) >= 60, timeout=120, what="all 60 handled"
+            )
+            consumer.stop()
+            run.result(timeout=30)
+
+    sent = sent_only(outcomes)
+    assert not any(outcome.duplicate for outcome in sent)
+    # The first request found room for 20: the rest were sent again as the consumer made room.
+    assert any("refused for now" in record.getMessage() for record in caplog.records)
+    assert sorted(m.payload["n"] for m in handled) == list(range(60))
+    assert {m.message_id for m in handled} == {o.message_id for o in sent}

@@ -20,7 +20,7 @@ from exchange_client.errors import (
     Unavailable,
     ValidationError,
 )
-from exchange_client.messages import Message, Sent
+from exchange_client.messages import Message, Outgoing, Sent
 from exchange_client.retries import RetryPolicy
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "ExchangeError",
     "Message",
     "NotFound",
+    "Outgoing",
     "PayloadTooLarge",
     "PermissionDenied",
     "Release",

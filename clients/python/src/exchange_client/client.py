@@ -28,8 +28,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from exchange_client.errors import AuthenticationError, Unavailable, error_from_problem
-from exchange_client.messages import Message, Sent
+from exchange_client.errors import (
+    AuthenticationError,
+    ExchangeError,
+    Unavailable,
+    error_from_problem,
+)
+from exchange_client.messages import Message, Outgoing, Sent
 from exchange_client.retries import NO_RETRIES, Deadline, RetryPolicy
 
 if TYPE_CHECKING:
@@ -42,7 +47,7 @@ _Client = TypeVar("_Client", bound="ExchangeClient")
 
 DEVICE_ID_ENV = "EXCHANGE_DEVICE_ID"
 _DEVICE_ID = re.compile(r"[\x20-\x7e]{1,128}")
-MAX_BATCH = 100  # ids or receipt handles per ACK, release or extend: the platform's limit
+MAX_BATCH = 100  # messages per batch send, ids or receipt handles per ACK, release or extend
 # 401 codes after which new tokens may help: an expired access token (refresh), a session that
 # ended (sign in again: a rotated password then fails as AuthenticationError).
 _RENEWABLE = {"TOKEN_EXPIRED": True, "TOKEN_REVOKED": False}
@@ -182,6 +187,56 @@ class ExchangeClient:
             "POST", "/api/exchange/messages", json=body, headers={"Idempotency-Key": key}
         ).json()
         return Sent(message_id=answer["messageId"], duplicate=bool(answer.get("duplicate")))
+
+    def send_batch(self, messages: Iterable[Outgoing]) -> list[Sent | ExchangeError]:
+        """Queue many messages, up to 100 per request: the outcome of each, in order, ``Sent``
+        or the ``ExchangeError`` that refused it alone (``PermissionDenied``, ``Conflict``,
+        ``PayloadTooLarge``, ``ValidationError``...): one message's failure does not fail the
+        others.
+
+        Each message carries an idempotency key (a new random one when it has none), the same
+        on every retry, so a retried batch never queues twice. Messages refused for what passes
+        by itself (429 ``QUEUE_FULL`` or ``RATE_LIMITED``) are sent again, with their keys,
+        under the client's retry policy, as a single send would be; those still refused when
+        it gives up are ``Unavailable``.
+        """
+        bodies = [message.to_json(uuid.uuid4().hex) for message in messages]
+        outcomes: dict[int, Sent | ExchangeError] = {}
+        for start in range(0, len(bodies), MAX_BATCH):
+            positions = list(range(start, min(start + MAX_BATCH, len(bodies))))
+            deadline = Deadline(self.retry.give_up_after)
+            attempt = 0
+            while positions:
+                attempt += 1
+                answer = self._call(
+                    "POST",
+                    "/api/exchange/messages/batch",
+                    json={"messages": [bodies[position] for position in positions]},
+                ).json()
+                again: list[int] = []
+                retry_after = 0.0
+                for position, result in zip(positions, answer["results"], strict=True):
+                    error = result.get("error")
+                    if error is not None and error["status"] == 429:
+                        again.append(position)
+                        retry_after = max(retry_after, error.get("retryAfterSeconds", 0))
+                    if error is not None:
+                        outcomes[position] = error_from_problem(error["status"], error)
+                    else:
+                        duplicate = result["status"] == "duplicate"
+                        outcomes[position] = Sent(result["messageId"], duplicate=duplicate)
+                wait = self.retry.wait(attempt, retry_after)
+                if not again or not deadline.allows(wait):
+                    break
+                logger.warning(
+                    "Batch send: %d of %d refused for now; retrying them in %.1f s",
+                    len(again),
+                    len(positions),
+                    wait,
+                )
+                time.sleep(wait)
+                positions = again
+        return [outcomes[position] for position in range(len(bodies))]
 
     def receive(
         self, max_messages: int = 1, wait_seconds: int = 0, lease_seconds: int = 30

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -44,6 +45,28 @@ class Message:
             payload=raw["payload"],
             raw=raw,
         )
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A message for ``ExchangeClient.send_batch``: what ``send`` takes, as one value."""
+
+    to: int
+    type: str
+    payload: Any
+    headers: Mapping[str, str] | None = None
+    idempotency_key: str | None = None
+
+    def to_json(self, default_key: str) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "to": self.to,
+            "type": self.type,
+            "payload": self.payload,
+            "idempotencyKey": self.idempotency_key or default_key,
+        }
+        if self.headers:
+            body["headers"] = dict(self.headers)
+        return body
 
 
 @dataclass(frozen=True)
