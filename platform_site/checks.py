@@ -71,7 +71,7 @@ def check_services(
                 id="platform.W001",
             )
         )
-    if not settings.CELERY_BROKER_URL:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
         messages.append(
             Warning(
                 "CELERY_BROKER_URL is unset: tasks run inside the request that queues them.",

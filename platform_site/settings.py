@@ -219,6 +219,11 @@ CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
 # Without a broker, tasks run in-process, inside the call that queues them (the embedded mode).
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+if CELERY_TASK_ALWAYS_EAGER:
+    # An eager task still takes a producer from the pool, whose connection it never opens. An
+    # empty URL means amqp:// with no host, which kombu warns about ("No hostname was
+    # supplied") on every code sent; kombu's in-memory transport with a host name is silent.
+    CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

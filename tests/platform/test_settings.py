@@ -312,6 +312,26 @@ print(json.dumps({
     }
 
 
+def test_without_a_broker_tasks_run_in_process_with_no_hostless_broker_for_kombu_to_warn_of():
+    # What queueing a task does in the embedded mode (`make run`): eager tasks still take a
+    # producer, whose connection kombu describes; an empty broker URL made it warn "No hostname
+    # was supplied" on every code sent.
+    code = """
+from platform_site.celery import app
+with app.producer_or_acquire() as producer:
+    connection = producer.connection
+    print(json.dumps({"eager": app.conf.task_always_eager, "broker": connection.as_uri()}))
+"""
+    result = run_settings(code)
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == {
+        "eager": True,
+        "broker": "memory://:**@localhost//",  # as_uri() masks a password, even none
+    }
+    assert "hostname" not in result.stdout + result.stderr
+
+
 def test_log_level_sets_the_root_logger():
     result = run_settings("import logging; print(logging.getLogger().level)", LOG_LEVEL="WARNING")
 
