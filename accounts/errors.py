@@ -9,18 +9,33 @@ from platform_site.timestamps import rfc3339
 
 
 class BadCredentials(ApplicationError):
+    """The API's answer is the same every time. The cabinet also reads what the sign-in gate
+    counted, which is the same for an unknown identifier as for an account: the wrong passwords
+    still allowed before the lock, and the lock this failure set (None when it set none)."""
+
     status = 401
     code = "BAD_CREDENTIALS"
     default_detail = "The login or password is wrong."
+
+    def __init__(
+        self, *, attempts_remaining: int | None = None, locked_until: datetime | None = None
+    ) -> None:
+        super().__init__()
+        self.attempts_remaining = attempts_remaining
+        self.locked_until = locked_until
 
 
 class AccountLocked(ApplicationError):
     status = 423
     code = "ACCOUNT_LOCKED"
-    default_detail = "Too many wrong passwords: the account is locked until lockedUntil."
+    default_detail = "Too many wrong passwords: the account is locked."
 
     def __init__(self, *, locked_until: datetime) -> None:
-        super().__init__(extra={"lockedUntil": rfc3339(locked_until)})
+        until = rfc3339(locked_until)
+        super().__init__(
+            f"Too many wrong passwords: the account is locked until {until}.",
+            extra={"lockedUntil": until},
+        )
         self.locked_until = locked_until
 
 

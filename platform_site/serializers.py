@@ -6,8 +6,16 @@ import inspect
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import (
+    BaseValidator,
+    MaxLengthValidator,
+    MaxValueValidator,
+    MinLengthValidator,
+    MinValueValidator,
+)
+from django.utils.translation import ngettext_lazy
 from rest_framework import serializers
+from rest_framework.utils.formatting import lazy_format
 
 UNKNOWN_FIELD = "unknown_field"
 BIGINT_MAX = 2**63 - 1
@@ -63,6 +71,57 @@ def _untrimmed(field: serializers.Field[Any, Any, Any, Any]) -> None:
         _untrimmed(field.child)
 
 
+# DRF's length messages are formatted, not counted ("at least 1 elements"), and its Russian
+# catalogue lacks the list ones: ours take the number's plural form (locale/ holds Russian).
+_LIST_LENGTH: dict[type[BaseValidator], Any] = {
+    MinLengthValidator: ngettext_lazy(
+        "Ensure this field has at least %(limit_value)d element.",
+        "Ensure this field has at least %(limit_value)d elements.",
+        "limit_value",
+    ),
+    MaxLengthValidator: ngettext_lazy(
+        "Ensure this field has no more than %(limit_value)d element.",
+        "Ensure this field has no more than %(limit_value)d elements.",
+        "limit_value",
+    ),
+}
+_TEXT_LENGTH: dict[type[BaseValidator], Any] = {
+    MinLengthValidator: ngettext_lazy(
+        "Ensure this field has at least %(limit_value)d character.",
+        "Ensure this field has at least %(limit_value)d characters.",
+        "limit_value",
+    ),
+    MaxLengthValidator: ngettext_lazy(
+        "Ensure this field has no more than %(limit_value)d character.",
+        "Ensure this field has no more than %(limit_value)d characters.",
+        "limit_value",
+    ),
+}
+
+
+def _counted(field: serializers.Field[Any, Any, Any, Any]) -> None:
+    """DRF's own length validators of ``field`` (and of a list's items) with counted messages;
+    a validator given a message of its own (a password's minimum length) keeps it."""
+    if isinstance(field, serializers.ListField):
+        messages = _LIST_LENGTH
+        _counted(field.child)
+    elif isinstance(field, serializers.CharField):
+        messages = _TEXT_LENGTH
+    else:
+        if isinstance(field, serializers.DictField):
+            _counted(field.child)
+        return
+    validators: list[Any] = []
+    for validator in field.validators:
+        if isinstance(validator, MinLengthValidator | MaxLengthValidator) and isinstance(
+            validator.message, lazy_format
+        ):
+            kind = type(validator)
+            validator = kind(validator.limit_value, message=messages[kind])
+        validators.append(validator)
+    field.validators = validators
+
+
 class Input(serializers.Serializer[Any]):
     """Base of every request serializer: a field it does not declare is refused, never ignored,
     and a value of another JSON type than the field's is refused, never coerced.
@@ -78,6 +137,7 @@ class Input(serializers.Serializer[Any]):
         fields = super().get_fields()
         for field in fields.values():
             _untrimmed(field)
+            _counted(field)
             if isinstance(field, serializers.IntegerField):
                 if field.max_value is None:
                     field.validators.append(MaxValueValidator(BIGINT_MAX))

@@ -89,7 +89,10 @@ def credentials_check(
             user_login_failed.send(
                 sender=__name__, credentials={"username": username}, request=request
             )
-        raise BadCredentials()
+        raise BadCredentials(
+            attempts_remaining=max(settings.ACCOUNTS_LOCKOUT_THRESHOLD - gate.failures, 0),
+            locked_until=gate.locked_until,
+        )
     return user
 
 

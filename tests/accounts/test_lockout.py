@@ -54,11 +54,27 @@ def test_the_fifth_wrong_password_locks_until_locked_until_even_for_the_right_pa
         "type": "about:blank",
         "title": "Locked",
         "status": 423,
-        "detail": "Too many wrong passwords: the account is locked until lockedUntil.",
+        "detail": "Too many wrong passwords: the account is locked until 2026-11-21T09:15:00Z.",
         "code": "ACCOUNT_LOCKED",
         "lockedUntil": "2026-11-21T09:15:00Z",
     }
     assert after.status_code == 200
+
+
+@ways_in
+def test_every_wrong_password_before_the_lock_answers_the_same_401(adapter, way: WayIn):
+    # The cabinet counts the last ones down (tests/cabinet): the API says nothing of the count.
+    answers = [way("wrong password") for _ in range(5)]
+
+    assert [answer.status_code for answer in answers] == [401] * 5
+    assert all(answer.json() == answers[0].json() for answer in answers)
+    assert answers[0].json() == {
+        "type": "about:blank",
+        "title": "Unauthorized",
+        "status": 401,
+        "detail": "The login or password is wrong.",
+        "code": "BAD_CREDENTIALS",
+    }
 
 
 def test_the_lock_does_not_grow_while_locked_and_ends_at_locked_until(adapter, settings):

@@ -377,7 +377,7 @@ def test_ack_validates_its_ids(consumer):
 
     assert response.json()["errors"] == {"messageIds[0]": ["Must be a valid UUID."]}
     empty = consumer.call("post", "/api/exchange/messages/ack", {"messageIds": []})
-    assert empty.json()["errors"] == {"messageIds": ["Ensure this field has at least 1 elements."]}
+    assert empty.json()["errors"] == {"messageIds": ["Ensure this field has at least 1 element."]}
 
 
 def nack(client: ApiClient, handles: list[str], **body: Any) -> Any:

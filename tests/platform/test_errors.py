@@ -183,6 +183,51 @@ def test_body_over_the_limit_is_refused_before_it_is_read(api, settings):
     problem(response, 413, "PAYLOAD_TOO_LARGE")
 
 
+@pytest.mark.parametrize(
+    ("language", "title"),
+    [("en", "Content Too Large"), ("ru", "Слишком большое тело запроса")],
+)
+def test_a_body_over_the_limit_is_titled_as_rfc_9110_names_413_in_the_clients_language(
+    api, settings, language, title
+):
+    settings.HTTP_MAX_BODY_BYTES = 2048
+    body = {"name": "t", "sides": 3, "payload": "x" * 4096}
+
+    response = post_json(api, "/api/shapes", body, HTTP_ACCEPT_LANGUAGE=language)
+
+    assert problem(response, 413, "PAYLOAD_TOO_LARGE")["title"] == title
+
+
+@pytest.mark.parametrize(
+    ("language", "body", "errors"),
+    [
+        ("en", {"tags": []}, {"tags": ["Ensure this field has at least 1 element."]}),
+        (
+            "en",
+            {"tags": ["a", "b", "c"]},
+            {"tags": ["Ensure this field has no more than 2 elements."]},
+        ),
+        ("en", {"tags": ["ab"]}, {"tags[0]": ["Ensure this field has no more than 1 character."]}),
+        ("ru", {"tags": []}, {"tags": ["В этом поле должен быть хотя бы 1 элемент."]}),
+        (
+            "ru",
+            {"tags": ["a", "b", "c"]},
+            {"tags": ["В этом поле может быть не больше 2 элементов."]},
+        ),
+        ("ru", {"tags": ["ab"]}, {"tags[0]": ["В этом поле может быть не больше 1 символа."]}),
+        ("ru", {"name": "x" * 21}, {"name": ["В этом поле может быть не больше 20 символов."]}),
+    ],
+)
+def test_length_errors_count_their_elements_and_characters_in_the_clients_language(
+    api, language, body, errors
+):
+    response = post_json(
+        api, "/api/shapes", {"name": "t", "sides": 3, **body}, HTTP_ACCEPT_LANGUAGE=language
+    )
+
+    assert problem(response, 400, "VALIDATION_FAILED")["errors"] == errors
+
+
 def test_huge_string_within_the_body_limit_is_a_validation_error(api):
     response = post_json(api, "/api/shapes", {"name": "x" * 100_000, "sides": 3})
 

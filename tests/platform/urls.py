@@ -31,6 +31,9 @@ class ShapeInput(Input):
     sides = serializers.IntegerField(min_value=3)
     origin = PointInput(required=False)
     payload = serializers.JSONField(required=False)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=1), min_length=1, max_length=2, required=False
+    )
 
 
 class ShapeCreateApi(APIView):
