@@ -208,14 +208,14 @@ def test_a_body_over_the_limit_is_titled_as_rfc_9110_names_413_in_the_clients_la
             {"tags": ["Ensure this field has no more than 2 elements."]},
         ),
         ("en", {"tags": ["ab"]}, {"tags[0]": ["Ensure this field has no more than 1 character."]}),
-        ("ru", {"tags": []}, {"tags": ["В этом поле должен быть хотя бы 1 элемент."]}),
+        ("ru", {"tags": []}, {"tags": ["Поле должно содержать хотя бы 1 элемент."]}),
         (
             "ru",
             {"tags": ["a", "b", "c"]},
-            {"tags": ["В этом поле может быть не больше 2 элементов."]},
+            {"tags": ["Поле может содержать не больше 2 элементов."]},
         ),
-        ("ru", {"tags": ["ab"]}, {"tags[0]": ["В этом поле может быть не больше 1 символа."]}),
-        ("ru", {"name": "x" * 21}, {"name": ["В этом поле может быть не больше 20 символов."]}),
+        ("ru", {"tags": ["ab"]}, {"tags[0]": ["Поле может содержать не больше 1 символа."]}),
+        ("ru", {"name": "x" * 21}, {"name": ["Поле может содержать не больше 20 символов."]}),
     ],
 )
 def test_length_errors_count_their_elements_and_characters_in_the_clients_language(
