@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.hotpath [--requests N]
 
-It builds the ``exchange_bench`` database as bench.throughput does, runs Django in this process
+It builds a database (``exchange_hotpath``) as bench.throughput does, runs Django in this process
 with bench.settings, and calls each endpoint through Django's WSGI handler as gunicorn would (the
 database connection goes back to the pool after each request): CPU and wall ms per request for
 the bare view, whoami, receive and ACK (batch 1 and 100), then a cProfile of CPU time for each:
@@ -55,12 +55,20 @@ STEPS = [
     ("receive service (claim SQL + rows)", "exchange/services/messages.py", "messages_receive"),
     ("  long-poll listener bookkeeping", "exchange/wakeups.py", "expect"),
     ("ACK service (SQL)", "exchange/services/messages.py", "messages_ack"),
+    ("send service", "exchange/services/messages.py", "messages_send"),
+    ("  batch items (serializers)", "exchange/api/serializers.py", "batch_items"),
     ("input serializers (is_valid)", "rest_framework/serializers.py", "is_valid"),
     ("JSON body parsing", "platform_site/parsers.py", "parse"),
     ("response rendering (DRF JSON)", "rest_framework/renderers.py", "render"),
     ("request log line", "platform_site/observability.py", "_log"),
     ("Prometheus metrics", "prometheus_client/metrics.py", "inc"),
 ]
+
+
+DATABASE = "exchange_hotpath"  # its own: bench.throughput may run beside it
+
+# What the sends carry: an order of about 100 bytes as compact JSON.
+PAYLOAD = {"orderId": 1001, "sku": "A-1234-XL", "quantity": 3, "note": "deliver before noon"}
 
 
 def measure(call: Callable[[], Any], count: int) -> tuple[float, float, float]:
@@ -120,11 +128,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     count: int = args.requests
 
-    database_url, where = database_prepare()
+    database_url, where = database_prepare(DATABASE)
     manage(database_url, "migrate", "--no-input", "-v", "0")
     consumers, sender = principals_create(database_url, 1)
     consumer = consumers[0]
-    # Warm-up, measured and profiled calls: about 17 messages per batch-1 pair, with room.
+    # Warm-up, measured and profiled calls: about 17 messages per batch-1 pair, with room (the
+    # sends come last and queue their own).
     queue_fill(database_url, [consumer.adapter_id], sender.adapter_id, 20 * count + 5000)
     # Redis as production has it (the bench's own redis-server when REDIS_URL is unset).
     stack = contextlib.ExitStack()
@@ -187,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                 content = b"".join(result)
             finally:
                 result.close()  # request_finished: the connection goes back to the pool
-            if not statuses[0].startswith("200"):
+            if not statuses[0].startswith(("200", "201")):
                 raise SystemExit(f"{path}: {statuses[0]} {content[:300]!r}")
             return json.loads(content)
 
@@ -209,11 +218,24 @@ def main(argv: list[str] | None = None) -> int:
 
             return call
 
+        def send(batch: int) -> Callable[[], None]:
+            message = {"to": consumer.adapter_id, "type": "bench.order", "payload": PAYLOAD}
+
+            def call() -> None:
+                if batch == 1:
+                    request("/api/exchange/messages", body=message)
+                else:
+                    request("/api/exchange/messages/batch", body={"messages": [message] * batch})
+
+            return call
+
         cases: list[tuple[str, Callable[[], None], int]] = [
             ("GET /bench/bare", bare, count),
             ("GET /api/exchange/whoami", whoami, count),
             ("receive ?max=1, then ACK it (2 requests)", receive_and_ack(1), count),
             ("receive ?max=100, then one ACK (2 requests)", receive_and_ack(100), count // 10),
+            ("send 1 (POST /api/exchange/messages)", send(1), count),
+            ("send 100 (POST /api/exchange/messages/batch)", send(100), count // 10),
         ]
         for _, call, _ in cases:  # warm up: imports, pool, prepared caches
             for _ in range(20):
@@ -241,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             # The long-poll listener's connection dies with the database: not worth a warning.
             logging.getLogger("exchange.wakeups").setLevel(logging.ERROR)
             connections.close_all()
-            database_drop(database_url)
+            database_drop(database_url, DATABASE)
         stack.close()
     return 0
 

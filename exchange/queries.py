@@ -171,19 +171,30 @@ FROM revived
 RETURNING message_id, recipient_id
 """
 
-# A send: one statement for any number of messages (a batch of up to 100, or one). Rows are
-# inserted in the order given, so each recipient's messages take their seq, their place in the
-# queue, in that order. Payloads and headers arrive as JSON text: services.messages has already
-# written them out to measure them.
+# Which of the recipients (ids joined by commas) the sender may send to: adapters of its own
+# owner, and adapters whose owner granted the sender a route (exchange.selectors).
+REACHABLE = """
+SELECT id FROM accounts_user AS recipient
+WHERE id = ANY(string_to_array(%(recipients)s, ',')::bigint[])
+  AND kind = 'ADAPTER'
+  AND (owner_id = %(owner)s OR EXISTS (
+      SELECT 1 FROM exchange_route
+      WHERE exchange_route.recipient_id = recipient.id AND sender_id = %(sender)s
+  ))
+"""
+
+# A send: one statement for any number of messages (a batch of up to 100, or one), which arrive
+# as one JSON array of {"id", "to", "type", "payload", "headers"}: services.messages writes each
+# payload out anyway to measure it, and one text parameter costs less than five arrays of 100.
+# Rows are inserted in the order given, so each recipient's messages take their seq, their place
+# in the queue, in that order.
 SEND = """
 INSERT INTO exchange_message (
     message_id, recipient_id, sender_id, type, payload, headers, receive_count
 )
-SELECT message_id, recipient_id, %(sender)s, type, payload::jsonb, headers::jsonb, 0
-FROM unnest(
-    %(ids)s::uuid[], %(recipients)s::bigint[], %(types)s::text[], %(payloads)s::text[],
-    %(headers)s::text[]
-) WITH ORDINALITY AS sent (message_id, recipient_id, type, payload, headers, position)
+SELECT (message ->> 'id')::uuid, (message ->> 'to')::bigint, %(sender)s, message ->> 'type',
+       message -> 'payload', message -> 'headers', 0
+FROM jsonb_array_elements(%(messages)s::jsonb) WITH ORDINALITY AS sent (message, position)
 ORDER BY position
 """
 

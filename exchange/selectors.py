@@ -6,11 +6,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q
 
 from accounts.models import User
 from exchange import queries
-from exchange.models import DeadLetter, Message, Route
+from exchange.models import DeadLetter, Message
+from platform_site.database import prepared_cursor
 
 
 @dataclass(frozen=True)
@@ -38,15 +38,20 @@ class QueueStats:
 
 def recipients_reachable(*, sender: User, recipient_ids: Collection[int]) -> set[int]:
     """Which of ``recipient_ids`` ``sender`` may send to: adapters of one owner reach each other;
-    others need a route from the recipient's owner."""
+    others need a route from the recipient's owner. (SQL of its own, exchange/queries.py: every
+    send asks, and the ORM's query cost more than its answer.)"""
     if not recipient_ids:
         return set()
-    routed = Route.objects.filter(recipient=OuterRef("pk"), sender=sender)
-    return set(
-        User.objects.filter(pk__in=recipient_ids, kind=User.Kind.ADAPTER)
-        .filter(Q(owner_id=sender.owner_id) | Exists(routed))
-        .values_list("pk", flat=True)
-    )
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            queries.REACHABLE,
+            {
+                "recipients": ",".join(map(str, recipient_ids)),
+                "owner": sender.owner_id,
+                "sender": sender.pk,
+            },
+        )
+        return {row[0] for row in cursor.fetchall()}
 
 
 def queue_stats(*, recipient_ids: Sequence[int]) -> dict[int, QueueStats]:

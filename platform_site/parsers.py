@@ -16,6 +16,24 @@ MAX_DEPTH = 64
 # PostgreSQL text and jsonb cannot hold NUL, and lone surrogates are not Unicode text at all:
 # either would pass json.loads and then fail as a 500 deep inside a query.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# Escapes of NUL (\u0000) and of surrogates (\ud800-\udfff, paired or not: a pair is checked
+# after parsing).
+_RISKY_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def deepest(text: str) -> int:
+    """How deep the arrays and objects of ``text``, valid JSON, nest: check_storable's depth,
+    read off the text (strings removed, brackets counted) without walking the values."""
+    depth = most = 0
+    for bracket in _BRACKET.findall(_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            most = max(most, depth)
+        else:
+            depth -= 1
+    return most
 
 
 def _reject_constant(name: str) -> None:
@@ -72,9 +90,12 @@ class StrictJSONParser(JSONParser):
             raise MalformedBody(f"JSON may not be nested deeper than {MAX_DEPTH} levels.") from None
         except ValueError as error:
             raise MalformedBody(f"The request body is not valid JSON: {error}") from None
-        # NUL and lone surrogates can only arrive as \u escapes (json.loads refuses raw control
-        # characters, UTF-8 decoding refuses surrogates), and deep nesting needs brackets: a body
-        # with neither, such as a batch ACK, needs no walk.
-        if "\\u" in text or text.count("[") + text.count("{") > MAX_DEPTH:
+        # NUL and lone surrogates can only arrive as \u escapes of them (json.loads refuses raw
+        # control characters, UTF-8 decoding refuses surrogates): only a body with such an escape
+        # is walked. Deep nesting needs brackets; a body with many, such as a batch send, has its
+        # depth read off the text, not the parsed values.
+        if _RISKY_ESCAPE.search(text):
             check_storable(data)
+        elif text.count("[") + text.count("{") > MAX_DEPTH and deepest(text) > MAX_DEPTH:
+            raise MalformedBody(f"JSON may not be nested deeper than {MAX_DEPTH} levels.")
         return data

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from typing import Any, cast
 
@@ -16,6 +15,7 @@ from rest_framework.views import APIView
 from accounts.authentication import AccessTokenAuthentication, AuthenticatedRequest
 from accounts.permissions import IsAdapter
 from exchange.api.serializers import (
+    IDEMPOTENCY_KEY,
     AckInput,
     LeaseInput,
     ReceiveInput,
@@ -32,6 +32,7 @@ from exchange.api.serializers import (
     ack_ids,
     batch_items,
     receive_options,
+    send_input,
 )
 from exchange.errors import MessageNotFound
 from exchange.selectors import queue_stats
@@ -58,7 +59,6 @@ from platform_site.ratelimits import (
 from platform_site.serializers import problem_responses
 from platform_site.timestamps import rfc3339
 
-IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
     {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[\x21-\x7e]+$"},
@@ -152,16 +152,13 @@ class MessagesApi(ExchangeApi):
         key = request.headers.get("Idempotency-Key")
         if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
             raise ValidationFailed({"Idempotency-Key": ["1 to 255 printable ASCII characters."]})
-        data = SendInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        if data.validated_data["payload"] is None:
-            raise ValidationFailed({"payload": ["This field may not be null."]})
+        message = send_input(request.data)
         sent = message_send(
             sender=request.user,
-            to=data.validated_data["to"],
-            type=data.validated_data["type"],
-            payload=data.validated_data["payload"],
-            headers=data.validated_data["headers"],
+            to=message["to"],
+            type=message["type"],
+            payload=message["payload"],
+            headers=message["headers"],
             idempotency_key=key,
         )
         if sent.duplicate:

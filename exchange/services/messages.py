@@ -211,7 +211,7 @@ class _Sending:
         if not pending:
             return
         self.ids = {position: uuid.uuid4() for position in pending}
-        with transaction.atomic(), connection.cursor() as cursor:
+        with transaction.atomic(), prepared_cursor() as cursor:
             self._claim_keys(cursor)
             # After the keys: a replay of a message already queued is a duplicate, even when full.
             self._take_places()
@@ -226,19 +226,16 @@ class _Sending:
             queued = self.pending()
             if not queued:
                 return
-            messages = [self.messages[position] for position in queued]
-            cursor.execute(
-                queries.SEND,
-                {
-                    "sender": self.sender.pk,
-                    "ids": [self.ids[position] for position in queued],
-                    "recipients": [message.to for message in messages],
-                    "types": [message.type for message in messages],
-                    "payloads": [self.payloads[position] for position in queued],
-                    "headers": [_json(message.headers) for message in messages],
-                },
+            rows = ",".join(
+                f'{{"id":"{self.ids[position]}","to":{self.messages[position].to},'
+                f'"type":{_json(self.messages[position].type)},'
+                f'"payload":{self.payloads[position]},'
+                f'"headers":{_json(self.messages[position].headers)}}}'
+                for position in queued
             )
-            cursor.execute(queries.NOTIFY, {"recipients": sorted({m.to for m in messages})})
+            cursor.execute(queries.SEND, {"sender": self.sender.pk, "messages": f"[{rows}]"})
+            recipients = sorted({self.messages[position].to for position in queued})
+            cursor.execute(queries.NOTIFY, {"recipients": recipients})
         for position in queued:
             self.sent[position] = Sent(message_id=self.ids[position], duplicate=False)
         metrics.sent.inc(len(queued))

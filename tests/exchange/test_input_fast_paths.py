@@ -1,4 +1,5 @@
-"""receive_options and ack_ids answer exactly as ReceiveInput and AckInput: same data, same errors."""
+"""receive_options, ack_ids, send_input and batch_items answer exactly as ReceiveInput, AckInput,
+SendInput and SendBatchInput: same data, same errors."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ import pytest
 from django.http import QueryDict
 from rest_framework.exceptions import ValidationError
 
-from exchange.api.serializers import AckInput, ReceiveInput, ack_ids, receive_options
+from exchange.api.serializers import (
+    AckInput,
+    ReceiveInput,
+    SendInput,
+    ack_ids,
+    batch_items,
+    batch_items_checked,
+    receive_options,
+    send_input,
+)
+from exchange.services.messages import Outgoing
+from platform_site.errors import ApplicationError
 
 QUERIES = [
     "",
@@ -57,12 +69,73 @@ BODIES: list[Any] = [
     None,
 ]
 
+GOOD = {"to": 7, "type": "order.created", "payload": {"n": 1}}
+MESSAGES: list[Any] = [
+    GOOD,
+    {**GOOD, "headers": {"trace-id": "abc", "empty": ""}},
+    {**GOOD, "headers": {}},
+    {**GOOD, "payload": 0},
+    {**GOOD, "payload": ""},
+    {**GOOD, "payload": [None]},
+    {**GOOD, "payload": None},
+    {**GOOD, "type": " "},
+    {**GOOD, "type": ""},
+    {**GOOD, "type": "t" * 128},
+    {**GOOD, "type": "t" * 129},
+    {**GOOD, "type": "a\x00b"},
+    {**GOOD, "type": "\ud800"},
+    {**GOOD, "type": 5},
+    {**GOOD, "to": 0},
+    {**GOOD, "to": True},
+    {**GOOD, "to": 1.0},
+    {**GOOD, "to": "7"},
+    {**GOOD, "to": 2**63 - 1},
+    {**GOOD, "to": 2**63},
+    {**GOOD, "headers": None},
+    {**GOOD, "headers": []},
+    {**GOOD, "headers": {"": "x"}},
+    {**GOOD, "headers": {"h" * 64: "x"}},
+    {**GOOD, "headers": {"h" * 65: "x"}},
+    {**GOOD, "headers": {"h": "v" * 1024}},
+    {**GOOD, "headers": {"h": "v" * 1025}},
+    {**GOOD, "headers": {"h": 1}},
+    {**GOOD, "headers": {"h": None}},
+    {**GOOD, "headers": {"h": "\x00"}},
+    {**GOOD, "headers": {f"h{n}": "v" for n in range(32)}},
+    {**GOOD, "headers": {f"h{n}": "v" for n in range(33)}},
+    {**GOOD, "idempotencyKey": "order-1"},
+    {**GOOD, "idempotencyKey": "k" * 255},
+    {**GOOD, "idempotencyKey": "k" * 256},
+    {**GOOD, "idempotencyKey": ""},
+    {**GOOD, "idempotencyKey": "with space"},
+    {**GOOD, "idempotencyKey": "line\n"},
+    {**GOOD, "idempotencyKey": "é"},
+    {**GOOD, "idempotencyKey": 7},
+    {**GOOD, "idempotencyKey": None},
+    {**GOOD, "colour": "red"},
+    {"to": 7, "type": "t"},
+    {"type": "t", "payload": 1},
+    {},
+    [GOOD],
+    "text",
+    None,
+]
+
 
 def outcome(call: Any) -> Any:
     try:
         return ("ok", call())
     except ValidationError as error:
         return ("400", error.detail)
+
+
+def sent_or_failed(items: list[Any]) -> list[Any]:
+    return [
+        (item.status, item.code, item.detail, item.extra)
+        if isinstance(item, ApplicationError)
+        else item
+        for item in items
+    ]
 
 
 def through_serializer(serializer: Any) -> Any:
@@ -94,6 +167,9 @@ def test_the_usual_inputs_build_no_serializer(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr("exchange.api.serializers.ReceiveInput", refuse)
     monkeypatch.setattr("exchange.api.serializers.AckInput", refuse)
+    monkeypatch.setattr("exchange.api.serializers.SendInput", refuse)
+    monkeypatch.setattr("exchange.api.serializers.SendBatchInput", refuse)
+    monkeypatch.setattr("exchange.api.serializers.SendBatchItemInput", refuse)
 
     assert receive_options(QueryDict("max=10&leaseSeconds=60")) == {
         "max": 10,
@@ -101,3 +177,40 @@ def test_the_usual_inputs_build_no_serializer(monkeypatch: pytest.MonkeyPatch) -
         "leaseSeconds": 60,
     }
     assert ack_ids({"messageIds": UUIDS}) == UUIDS
+    assert send_input({**GOOD, "headers": {"h": "v"}}) == {**GOOD, "headers": {"h": "v"}}
+    keyed = {**GOOD, "idempotencyKey": "k-1"}
+    [sent] = batch_items({"messages": [keyed]})
+    assert sent == Outgoing(
+        to=7, type="order.created", payload={"n": 1}, headers={}, idempotency_key="k-1"
+    )
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=range(len(MESSAGES)))
+def test_send_input_matches_the_serializer(message: Any) -> None:
+    single = message if not isinstance(message, dict) else dict(message)
+    if isinstance(single, dict):
+        single.pop("idempotencyKey", None)  # a single send's key is its header
+
+    expected = outcome(lambda: SendInput.validated(single))
+
+    assert outcome(lambda: send_input(single)) == expected
+
+
+BATCHES: list[Any] = [
+    *({"messages": [GOOD, message]} for message in MESSAGES),
+    {"messages": [GOOD] * 100},
+    {"messages": [GOOD] * 101},
+    {"messages": []},
+    {"messages": GOOD},
+    {"messages": None},
+    {"messages": [GOOD], "atomic": True},
+    {},
+    [GOOD],
+]
+
+
+@pytest.mark.parametrize("body", BATCHES, ids=range(len(BATCHES)))
+def test_batch_items_match_the_serializer(body: Any) -> None:
+    expected = outcome(lambda: sent_or_failed(batch_items_checked(body)))
+
+    assert outcome(lambda: sent_or_failed(batch_items(body))) == expected
