@@ -11,10 +11,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from amqp.exceptions import AMQPError
+
+from bench.throughput.comparison import compare
 from bench.throughput.figures import Bench, measure
 from bench.throughput.load import APT_HINT, plan_of, wrk_script
 from bench.throughput.machine import cpu_model
 from bench.throughput.profiling import profile_summary
+from bench.throughput.rabbitmq import bench_queue
 from bench.throughput.report import Setting, log, passed, report
 from bench.throughput.servers import (
     BENCH_DATABASE,
@@ -40,7 +44,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
     parser.add_argument("--duration", type=float, help="seconds measured per throughput figure")
     parser.add_argument(
-        "--only", default="abcdef", help="phases to run, e.g. 'ab' (default: all of abcdef)"
+        "--only", default="abcdefgh", help="phases to run, e.g. 'ab' (default: all of abcdefgh)"
     )
     parser.add_argument(
         "--profile",
@@ -49,7 +53,13 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "(py-spy on PATH or --py-spy); the profiler costs some CPU, so figures drop a little",
     )
     parser.add_argument("--py-spy", default=shutil.which("py-spy"), help=argparse.SUPPRESS)
-    parser.add_argument("--keep-db", action="store_true", help=f"keep {BENCH_DATABASE} after")
+    parser.add_argument(
+        "--database",
+        default=os.environ.get("EXCHANGE_BENCH_DATABASE", BENCH_DATABASE),
+        help=f"the database to create, use and drop ($EXCHANGE_BENCH_DATABASE or "
+        f"{BENCH_DATABASE}): another name lets two runs share a PostgreSQL server",
+    )
+    parser.add_argument("--keep-db", action="store_true", help="keep the database after")
     parser.add_argument(
         "--quiet-wait",
         type=float,
@@ -82,18 +92,28 @@ def main(argv: list[str] | None = None) -> int:
         args.profile.mkdir(parents=True, exist_ok=True)
 
     load_before = os.getloadavg()
-    log("preparing the database")
-    database_url, where = database_prepare()
+    log(f"preparing the database {args.database}")
+    database_url, where = database_prepare(args.database)
     facts = database_facts(database_url)
     manage(database_url, "migrate", "--no-input", "-v", "0")
     consumers_p, sender_p = principals_create(database_url, plan.clients)
     workdir = Path(tempfile.mkdtemp(prefix="exchange-bench-"))
     with contextlib.ExitStack() as cleanup:
         if not args.keep_db:
-            cleanup.callback(database_drop, database_url)
+            cleanup.callback(database_drop, database_url, args.database)
+        broker, rabbitmq = None, ""
+        if phases & set("gh"):
+            try:
+                broker, version = cleanup.enter_context(bench_queue())
+            except (OSError, AMQPError) as error:
+                print(f"(g) and (h) need RabbitMQ (RABBITMQ_URL): {error}", file=sys.stderr)
+                return 2
+            rabbitmq = f"{version} at {broker.where}"
         redis = cleanup.enter_context(redis_for_bench(workdir))
         log("starting gunicorn")
-        server = server_start(database_url, workdir)
+        # (g) sends without consumers, and RabbitMQ's queue has no bound: the API's bound
+        # (100,000 waiting per recipient by default) must not refuse a send during the run.
+        server = server_start(database_url, workdir, EXCHANGE_MAX_QUEUE_DEPTH="100000000")
         cleanup.callback(server.stop)
         consumers = [sign_in(server.base_url, p, f"bench-{n}") for n, p in enumerate(consumers_p)]
         script = workdir / "exchange.lua"
@@ -109,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
             quiet_limit=quiet_limit,
             spy=args.py_spy,
             profile_dir=args.profile,
+            rabbitmq=broker,
         )
         measure(bench, phases)
+        compare(bench, phases)
 
     setting = Setting(
         node=platform.node(),
@@ -121,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         load_after=os.getloadavg()[0],
         database=facts,
         where=where,
-        database_name=BENCH_DATABASE,
+        database_name=args.database,
         workers=GUNICORN_WORKERS,
         threads=GUNICORN_THREADS,
         pool_max=os.environ.get("DATABASE_POOL_MAX_SIZE", "4"),
@@ -129,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         clients=plan.clients,
         duration=plan.duration,
         quick=args.quick,
+        rabbitmq=rabbitmq,
+        producers=plan.producers if phases & set("gh") else 0,
     )
     profiles = []
     if args.profile is not None:

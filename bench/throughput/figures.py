@@ -28,6 +28,7 @@ from bench.throughput.latency import (
 from bench.throughput.load import Plan, Throughput, in_turns, raw_run, wrk_run
 from bench.throughput.machine import quiet_wait
 from bench.throughput.profiling import profiled
+from bench.throughput.rabbitmq import Broker
 from bench.throughput.report import Row, fmt, log, verdict
 from bench.throughput.servers import (
     Client,
@@ -57,6 +58,7 @@ class Bench:
     notes: list[str] = field(default_factory=list)
     before: dict[str, float] = field(default_factory=dict)  # the machine's CPU before each
     indexes: dict[str, str] = field(default_factory=dict)  # index_note() of a phase
+    rabbitmq: Broker | None = None  # the queue of (g) and (h)
 
     @property
     def consumer_ids(self) -> list[int]:
@@ -113,9 +115,9 @@ def measure(bench: Bench, phases: set[str]) -> None:
         batch_100(bench)
     if "d" in phases:
         long_poll(bench)
-        if phases & set("ef"):
+        if phases & set("efgh"):
             # The server cannot tell that (d)'s clients went away: their last long polls hold
-            # worker threads until waitSeconds (20 s) run out, which would starve (e) and (f).
+            # worker threads until waitSeconds (20 s) run out, which would starve what follows.
             log("(d) waiting 21 s for the last long polls to end")
             time.sleep(21)
     if "e" in phases:

@@ -14,10 +14,11 @@ import multiprocessing
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 import psycopg
@@ -32,6 +33,7 @@ SESSION_CHECK = (
     "SELECT s.revoked_at, s.expires_at, s.device_key, u.is_active FROM accounts_session s "
     "JOIN accounts_user u ON u.id = s.user_id WHERE s.id = %s"
 )
+Measured = TypeVar("Measured")
 UNEVEN_RETRIES = 5  # new connections for a measured run that started unevenly spread (uneven())
 APT_HINT = "apt-get install -y wrk"
 
@@ -51,6 +53,12 @@ class Plan:
     large_queue: int
     batch1_fill: int  # messages per consumer before a batch-1 phase
     batch100_fill: int
+    rounds: int = 6  # of the turns of (g) and (h), each figure's turns plan.duration in all
+
+    @property
+    def producers(self) -> int:
+        """Producer processes of (g) and (h), and as many consumers: half the clients each."""
+        return max(1, self.clients // 2)
 
 
 def plan_of(args: argparse.Namespace) -> Plan:
@@ -66,6 +74,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
             large_queue=1_000_000,
             batch1_fill=6_000,
             batch100_fill=40_000,
+            rounds=2,
         )
     else:
         plan = Plan(
@@ -385,12 +394,23 @@ def in_turns(
     every turn after a warm-up of its own: the machine's speed drifts (a raw loop measured one
     phase after another moved from 899 to 1,123 msgs/s between runs of unchanged code), and a
     ratio of two figures is only worth something if both saw the same machine."""
+    firsts, seconds = in_rotation([first, second], plan, rounds)
+    return combined(firsts), combined(seconds)
+
+
+def in_rotation(
+    runs: Sequence[Callable[[Plan], Measured]], plan: Plan, rounds: int
+) -> list[list[Measured]]:
+    """Each run's turns, the runs taking turns in rotation (A B C D, D C B A, A B C D...), a
+    warm-up before each turn and ``plan.duration`` in all for each run: what is measured first
+    in one round is measured last in the next, so the machine's drift weighs on all alike."""
     turn = replace(plan, warmup=1.0, duration=max(2.0, plan.duration / rounds))
-    runs: tuple[list[Throughput], list[Throughput]] = ([], [])
+    turns: list[list[Measured]] = [[] for _ in runs]
     for round_ in range(rounds):
-        for side in (0, 1) if round_ % 2 == 0 else (1, 0):
-            runs[side].append((first, second)[side](turn))
-    return combined(runs[0]), combined(runs[1])
+        order = range(len(runs)) if round_ % 2 == 0 else reversed(range(len(runs)))
+        for index in order:
+            turns[index].append(runs[index](turn))
+    return turns
 
 
 def combined(runs: list[Throughput]) -> Throughput:

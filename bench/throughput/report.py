@@ -71,6 +71,8 @@ class Setting:
     clients: int
     duration: float
     quick: bool
+    rabbitmq: str = ""  # the broker of (g) and (h), and its queue
+    producers: int = 0  # of (g) and (h), and as many consumers in (h)
 
 
 def report(setting: Setting, rows: list[Row], notes: list[str], profiles: list[str]) -> str:
@@ -91,6 +93,14 @@ def report(setting: Setting, rows: list[Row], notes: list[str], profiles: list[s
         f"load: {setting.clients} clients; {setting.duration:g} s measured per throughput figure, "
         "the two figures of each ratio in turns (a warm-up of 1 s before each turn)"
         + (" (--quick)" if setting.quick else ""),
+    ]
+    if setting.rabbitmq:
+        lines.append(
+            f"(g) and (h): {setting.producers} producers (and in (h) {setting.producers} "
+            "consumers) per side, Python processes: http.client against the API, py-amqp "
+            f"against {setting.rabbitmq}; the four figures of each in rotation"
+        )
+    lines += [
         "",
         table(rows),
         "",

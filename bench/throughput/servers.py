@@ -211,6 +211,12 @@ class Server:
     process: subprocess.Popen[bytes]
     base_url: str
     log_path: Path
+    database: str  # the name of the database it serves: its PostgreSQL backends are counted
+
+    @property
+    def address(self) -> tuple[str, int]:
+        parts = urlsplit(self.base_url)
+        return parts.hostname or "127.0.0.1", parts.port or 80
 
     def workers(self) -> list[psutil.Process]:
         try:
@@ -269,7 +275,12 @@ def server_start(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    server = Server(process=process, base_url=f"http://127.0.0.1:{port}", log_path=log_path)
+    server = Server(
+        process=process,
+        base_url=f"http://127.0.0.1:{port}",
+        log_path=log_path,
+        database=urlsplit(database_url).path.lstrip("/"),
+    )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if process.poll() is not None:
