@@ -14,6 +14,8 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext, ngettext_lazy
 from django.views.decorators.http import require_POST
 
 from accounts import liveness
@@ -33,6 +35,35 @@ from accounts.services.adapters import adapter_password_rotate
 from accounts.services.lockout import gate_of
 from accounts.services.passwords import password_set_by_administrator
 from accounts.services.sessions import session_delete
+
+# What an action did to how many accounts, in the administrator's language.
+ACCOUNTS_UNLOCKED = ngettext_lazy(
+    "%(count)s account unlocked.", "%(count)s accounts unlocked.", "count"
+)
+ACCOUNTS_DISABLED = ngettext_lazy(
+    "%(count)s account disabled.", "%(count)s accounts disabled.", "count"
+)
+ACCOUNTS_ENABLED = ngettext_lazy(
+    "%(count)s account enabled.", "%(count)s accounts enabled.", "count"
+)
+ACCOUNTS_EXPIRED = ngettext_lazy(
+    "%(count)s account expired.", "%(count)s accounts expired.", "count"
+)
+CREDENTIALS_EXPIRED = ngettext_lazy(
+    "Credentials of %(count)s account expired.",
+    "Credentials of %(count)s accounts expired.",
+    "count",
+)
+
+
+def accounts_done(message: Any, count: int) -> str:
+    return str(message % {"count": count})
+
+
+def sessions_revoked(count: int) -> str:
+    return ngettext("%(count)s session revoked.", "%(count)s sessions revoked.", count) % {
+        "count": count
+    }
 
 
 class PlatformUserCreationForm(AdminUserCreationForm):
@@ -140,7 +171,7 @@ class UserAdmin(DjangoUserAdmin[User]):
         if not self.has_change_permission(request, user):
             raise PermissionDenied
         account_unlock(user=user, actor=_actor(request))
-        self.message_user(request, f"{user.username} is unlocked.")
+        self.message_user(request, _("%(login)s is unlocked.") % {"login": user.username})
         return HttpResponseRedirect(reverse("admin:accounts_user_change", args=[user.pk]))
 
     def user_change_password(
@@ -160,42 +191,51 @@ class UserAdmin(DjangoUserAdmin[User]):
         users = queryset.filter(kind=User.Kind.USER)
         for user in users:
             account_require_password_change(user=user, actor=_actor(request))
-        self.message_user(request, f"{users.count()} users must change their password.")
+        count = users.count()
+        self.message_user(
+            request,
+            ngettext(
+                "%(count)s user must change their password.",
+                "%(count)s users must change their password.",
+                count,
+            )
+            % {"count": count},
+        )
 
     @admin.action(description="Revoke all sessions (their tokens stop working at once)")
     def revoke_sessions(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         ended = sum(account_sessions_revoke(user=user, actor=_actor(request)) for user in queryset)
-        self.message_user(request, f"{ended} sessions revoked.")
+        self.message_user(request, sessions_revoked(ended))
 
     @admin.action(description="Unlock (clear consecutive wrong passwords)")
     def unlock(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
             account_unlock(user=user, actor=_actor(request))
-        self.message_user(request, f"{queryset.count()} accounts unlocked.")
+        self.message_user(request, accounts_done(ACCOUNTS_UNLOCKED, queryset.count()))
 
     @admin.action(description="Disable (and end their sessions)")
     def disable(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
             account_set_active(user=user, active=False, actor=_actor(request))
-        self.message_user(request, f"{queryset.count()} accounts disabled.")
+        self.message_user(request, accounts_done(ACCOUNTS_DISABLED, queryset.count()))
 
     @admin.action(description="Enable")
     def enable(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
             account_set_active(user=user, active=True, actor=_actor(request))
-        self.message_user(request, f"{queryset.count()} accounts enabled.")
+        self.message_user(request, accounts_done(ACCOUNTS_ENABLED, queryset.count()))
 
     @admin.action(description="Expire credentials now (next sign-in: ACTION_RESET_PASSWORD)")
     def expire_credentials(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
             account_credentials_expire(user=user, actor=_actor(request))
-        self.message_user(request, f"Credentials of {queryset.count()} accounts expired.")
+        self.message_user(request, accounts_done(CREDENTIALS_EXPIRED, queryset.count()))
 
     @admin.action(description="Expire account now (sign-in: 403 ACCOUNT_EXPIRED; sessions end)")
     def expire_account(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
             account_expire(user=user, actor=_actor(request))
-        self.message_user(request, f"{queryset.count()} accounts expired.")
+        self.message_user(request, accounts_done(ACCOUNTS_EXPIRED, queryset.count()))
 
     def save_model(
         self, request: HttpRequest, obj: User, form: ModelForm[User], change: bool
@@ -218,7 +258,10 @@ class UserAdmin(DjangoUserAdmin[User]):
         for adapter in queryset.filter(kind=User.Kind.ADAPTER):
             password = adapter_password_rotate(adapter=adapter)
             self.message_user(
-                request, f"New password of {adapter.username}: {password}", messages.WARNING
+                request,
+                _("New password of %(login)s: %(password)s")
+                % {"login": adapter.username, "password": password},
+                messages.WARNING,
             )
 
     add_fieldsets = (
@@ -261,7 +304,7 @@ class SessionAdmin(admin.ModelAdmin[Session]):
             account_session_revoke(session=session, actor=_actor(request))
             for session in queryset.select_related("user")
         )
-        self.message_user(request, f"{ended} sessions revoked.")
+        self.message_user(request, sessions_revoked(ended))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
 from django.contrib.auth import REDIRECT_FIELD_NAME
@@ -22,8 +23,16 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 
 class PlatformAdminSite(admin.AdminSite):
-    site_header = "Exchange platform administration"
-    site_title = "Exchange platform"
+    """Named after the platform (PLATFORM_NAME) in the administrator's language: never Django's
+    default "Django administration"."""
+
+    def each_context(self, request: HttpRequest) -> dict[str, Any]:
+        context = super().each_context(request)
+        context["site_header"] = _("%(platform)s administration") % {
+            "platform": settings.PLATFORM_NAME
+        }
+        context["site_title"] = settings.PLATFORM_NAME
+        return context
 
     @method_decorator(sensitive_post_parameters("password"))
     @method_decorator(never_cache)

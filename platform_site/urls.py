@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -9,6 +10,8 @@ urlpatterns = [
     # First: the exchange API is the hot path, and Django tries the patterns in this order.
     path("api/exchange/", include("exchange.api.urls")),
     path("", RedirectView.as_view(url="/bus"), name="home"),
+    # Browsers ask for /favicon.ico on pages that name no icon (the admin, the API docs).
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.ico"), permanent=True)),
     path("admin/", admin.site.urls),
     path("dev/outbox", dev_outbox, name="dev-outbox"),
     path("i18n/", include("django.conf.urls.i18n")),

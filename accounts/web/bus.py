@@ -9,23 +9,25 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.errors import LoginTaken
 from accounts.models import User
 from accounts.selectors import adapters_for_owner
 from accounts.services.accounts import account_sessions_revoke, account_set_active
 from accounts.services.adapters import adapter_create, adapter_for_owner, adapter_password_rotate
+from accounts.web.flows import field_errors
 from accounts.web.forms import AdapterCreateForm
 from exchange.selectors import dead_letters_recent, messages_recent, queue_stats
 from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.messages import message_send
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
-from platform_site.errors import ApplicationError
+from platform_site.errors import ApplicationError, ValidationFailed
 
 RECENT = 20
 CREDENTIALS_KEY = "adapter_credentials"  # shown once, on the next page view
@@ -37,8 +39,7 @@ def _owner(request: HttpRequest) -> User:
     return user
 
 
-@login_required(login_url="/login")
-def bus_page(request: HttpRequest) -> HttpResponse:
+def _bus(request: HttpRequest, create_form: AdapterCreateForm) -> HttpResponse:
     owner = _owner(request)
     summaries = adapters_for_owner(owner=owner)
     ids = [summary.adapter.pk for summary in summaries]
@@ -47,7 +48,7 @@ def bus_page(request: HttpRequest) -> HttpResponse:
         "cabinet/bus.html",
         {
             "summaries": summaries,
-            "create_form": AdapterCreateForm(),
+            "create_form": create_form,
             # Popped: the password is on this one page view and nowhere else.
             "credentials": request.session.pop(CREDENTIALS_KEY, None),
             "recent": messages_recent(recipient_ids=ids, limit=RECENT),
@@ -58,22 +59,32 @@ def bus_page(request: HttpRequest) -> HttpResponse:
 
 
 @login_required(login_url="/login")
+def bus_page(request: HttpRequest) -> HttpResponse:
+    return _bus(request, AdapterCreateForm())
+
+
+@login_required(login_url="/login")
 @require_POST
 def adapter_create_page(request: HttpRequest) -> HttpResponse:
+    """A new adapter, then /bus with its password; a refused login stays on the page, typed as
+    it was, with the reason under the field."""
     form = AdapterCreateForm(request.POST)
     if form.is_valid():
         try:
             credentials = adapter_create(
                 owner=_owner(request), login=form.cleaned_data["login"] or None
             )
-        except ApplicationError as error:
-            messages.error(request, error.detail)
+        except ValidationFailed as error:
+            field_errors(form, error)
+        except LoginTaken:
+            form.add_error("login", _("Another account already uses this login."))
         else:
             request.session[CREDENTIALS_KEY] = {
                 "login": credentials.login,
                 "password": credentials.password,
             }
-    return redirect("/bus")
+            return redirect("/bus")
+    return _bus(request, form)
 
 
 def _adapter_action(request: HttpRequest, adapter_id: int, act: Any) -> HttpResponse:
@@ -86,9 +97,17 @@ def _adapter_action(request: HttpRequest, adapter_id: int, act: Any) -> HttpResp
     return redirect("/bus")
 
 
+# What a production adapter cannot shrug off: /bus links to a page that asks first (as the
+# purge's does), and its button posts.
+CONFIRMED_ACTIONS = ("rotate", "disable")
+
+
 @login_required(login_url="/login")
-@require_POST
+@require_http_methods(["GET", "POST"])
 def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> HttpResponse:
+    if request.method == "GET":
+        return _adapter_action_confirm(request, adapter_id, action)
+
     def rotate(owner: User, adapter: User) -> None:
         password = adapter_password_rotate(adapter=adapter)
         request.session[CREDENTIALS_KEY] = {"login": adapter.username, "password": password}
@@ -158,6 +177,17 @@ def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> H
         messages.error(request, _("Unknown action."))
         return redirect("/bus")
     return _adapter_action(request, adapter_id, actions[action])
+
+
+def _adapter_action_confirm(request: HttpRequest, adapter_id: int, action: str) -> HttpResponse:
+    if action not in CONFIRMED_ACTIONS:
+        return HttpResponseNotAllowed(["POST"])
+    try:
+        adapter = adapter_for_owner(owner=_owner(request), adapter_id=adapter_id)
+    except ApplicationError as error:
+        messages.error(request, error.detail)
+        return redirect("/bus")
+    return render(request, "cabinet/adapter_confirm.html", {"adapter": adapter, "action": action})
 
 
 @login_required(login_url="/login")

@@ -4,6 +4,7 @@ the pages call the same services as the JSON API."""
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -14,10 +15,9 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
-from django.utils.formats import date_format
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.devices import device_of
 from accounts.errors import (
@@ -50,6 +50,7 @@ from accounts.web.sessions import (
 )
 from platform_site.errors import ApplicationError, RateLimited, ValidationFailed
 from platform_site.ratelimits import auth_limits, rate_limit_hit
+from platform_site.timestamps import utc_display
 
 # The API's field names, as the cabinet's forms call them.
 FORM_FIELDS = {
@@ -61,6 +62,7 @@ FORM_FIELDS = {
     "lastName": "last_name",
     "phone": "phone",
     "email": "email",
+    "login": "login",
 }
 
 
@@ -81,9 +83,29 @@ def too_many(error: RateLimited) -> str:
     return _("Too many attempts. Try again in %(seconds)s seconds.") % {"seconds": seconds}
 
 
-def local_time(moment: Any) -> str:
-    """A moment with its time zone, for sentences ("locked until 2026-11-21 12:34 UTC")."""
-    return date_format(timezone.localtime(moment), "Y-m-d H:i T")
+# From this many wrong passwords left, the sign-in form counts them down.
+FEW_ATTEMPTS = 2
+
+
+def wrong_password(error: BadCredentials) -> str:
+    """What a wrong password tells a person: the lock it set and until when, or how few wrong
+    passwords are left before one. The sign-in gate counts a wrong password for an unknown
+    identifier as it counts one for an account, so both read the same."""
+    if error.locked_until is not None:
+        return _(
+            "The e-mail, login or password is wrong. That was too many wrong passwords: the "
+            "account is now locked until %(time)s. You can reset your password to unlock it."
+        ) % {"time": utc_display(error.locked_until)}
+    left = error.attempts_remaining
+    if left is not None and left <= FEW_ATTEMPTS:
+        return ngettext(
+            "The e-mail, login or password is wrong. %(count)s more wrong password locks the "
+            "account for %(minutes)s min.",
+            "The e-mail, login or password is wrong. %(count)s more wrong passwords lock the "
+            "account for %(minutes)s min.",
+            left,
+        ) % {"count": left, "minutes": math.ceil(settings.ACCOUNTS_LOCKOUT_SECONDS / 60)}
+    return _("The e-mail, login or password is wrong.")
 
 
 def challenge_of(request_id: str | None, purpose: Challenge.Purpose) -> Challenge | None:
@@ -184,10 +206,10 @@ def sign_in_outcome(request: HttpRequest, form: forms.Form, attempt: Any) -> Htt
                 "Too many wrong passwords: the account is locked until %(time)s. "
                 "You can reset your password to unlock it."
             )
-            % {"time": local_time(error.locked_until)},
+            % {"time": utc_display(error.locked_until)},
         )
-    except BadCredentials:
-        form.add_error(None, _("The e-mail, login or password is wrong."))
+    except BadCredentials as error:
+        form.add_error(None, wrong_password(error))
     except AccountDisabled:
         form.add_error(None, _("This account is disabled. Contact your administrator."))
     except AccountExpired:

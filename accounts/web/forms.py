@@ -8,6 +8,10 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from accounts.models import User
+from accounts.services.passwords import password_validate
+from platform_site.errors import ValidationFailed
+
 PASSWORD_MAX_LENGTH = 4096
 
 
@@ -56,6 +60,22 @@ class RegisterForm(NewPasswordForm):
         widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True}),
     )
     field_order = ["email", "new_password", "confirm_password"]
+
+    def clean(self) -> dict[str, Any]:
+        """The password's strength is judged on every submit, with the form's other errors: a
+        person should not fix the address or the repetition only to learn then that the
+        password is too weak. The service judges it again (the API's path)."""
+        data = super().clean()
+        password = data.get("new_password")
+        if password:
+            try:
+                password_validate(
+                    password, user=User(email=data.get("email", "")), field="new_password"
+                )
+            except ValidationFailed as error:
+                for problem in error.extra["errors"]["new_password"]:
+                    self.add_error("new_password", problem)
+        return data
 
 
 class CodeForm(forms.Form):

@@ -27,7 +27,6 @@ from accounts.web.flows import (
     code_page,
     field_errors,
     limited,
-    local_time,
     resend_asked,
     too_many,
 )
@@ -40,6 +39,7 @@ from accounts.web.sessions import (
     web_sign_in,
 )
 from platform_site.errors import RateLimited, ValidationFailed
+from platform_site.timestamps import utc_display
 
 
 def reset_request_page(request: HttpRequest) -> HttpResponse:
@@ -107,7 +107,7 @@ def password_page(request: HttpRequest) -> HttpResponse:
             form.add_error(
                 None,
                 _("Too many wrong passwords: the account is locked until %(time)s.")
-                % {"time": local_time(error.locked_until)},
+                % {"time": utc_display(error.locked_until)},
             )
         else:
             web_sign_in(request, result)  # every other session ended; this browser goes on

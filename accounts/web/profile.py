@@ -27,6 +27,7 @@ from accounts.services.profile import (
     two_factor_enable_confirm,
     two_factor_enable_start,
 )
+from accounts.user_agents import user_agent_describe
 from accounts.web.flows import (
     cabinet_user,
     challenge_of,
@@ -78,7 +79,11 @@ def security_page(request: HttpRequest) -> HttpResponse:
         "cabinet/security.html",
         {
             "sessions": [
-                {"session": session, "current": str(session.pk) == current}
+                {
+                    "session": session,
+                    "client": user_agent_describe(session.user_agent),
+                    "current": str(session.pk) == current,
+                }
                 for session in sessions_live(user=user)
             ],
             "events": AuditEvent.objects.filter(user=user).order_by("-created_at")[:20],

@@ -222,3 +222,62 @@ def test_the_development_outbox_shows_the_last_messages_only_with_debug(client, 
     assert page.status_code == 200
     assert message.text.split()[5].encode() in page.content  # the code's sentence
     assert b"grace@example.com" in page.content
+
+
+def admin_messages(response: Any) -> list[str]:
+    return [str(message) for message in response.context["messages"]]
+
+
+@pytest.mark.parametrize(
+    ("language", "one", "two"),
+    [
+        ("en", "1 account unlocked.", "2 accounts unlocked."),
+        ("ru", "1 аккаунт разблокирован.", "2 аккаунта разблокированы."),
+    ],
+)
+def test_an_action_counts_its_accounts_in_the_administrators_language(
+    admin_client, person, owner, language, one, two
+):
+    def unlock(*users: User) -> list[str]:
+        response = admin_client.post(
+            "/admin/accounts/user/",
+            {"action": "unlock", "_selected_action": [user.pk for user in users]},
+            HTTP_ACCEPT_LANGUAGE=language,
+            follow=True,
+        )
+        return admin_messages(response)
+
+    assert unlock(person) == [one]
+    assert unlock(person, owner) == [two]
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", "1 user must change their password."),
+        ("ru", "1 пользователь должен сменить пароль."),
+    ],
+)
+def test_requiring_a_password_change_counts_the_users_in_the_administrators_language(
+    admin_client, person, language, said
+):
+    response = admin_client.post(
+        "/admin/accounts/user/",
+        {"action": "require_password_change", "_selected_action": [person.pk]},
+        HTTP_ACCEPT_LANGUAGE=language,
+        follow=True,
+    )
+
+    assert admin_messages(response) == [said]
+
+
+@pytest.mark.parametrize(
+    ("language", "header"),
+    [("en", "Exchange platform administration"), ("ru", "Exchange platform: администрирование")],
+)
+@pytest.mark.parametrize("path", ["/admin/", "/admin/accounts/user/", "/admin/login/"])
+def test_the_administration_is_named_after_the_platform(admin_client, language, header, path):
+    page = admin_client.get(path, HTTP_ACCEPT_LANGUAGE=language, follow=True).content.decode()
+
+    assert f'<div id="site-name"><a href="/admin/">{header}</a></div>' in page
+    assert "Django" not in page

@@ -7,13 +7,12 @@ import re
 from typing import Any
 
 import pytest
-from django.utils import timezone
-from django.utils.formats import date_format
 from playwright.sync_api import Page, expect
 
 from accounts import sms
 from accounts.models import SignInGate, User
 from accounts.services.accounts import account_require_password_change
+from platform_site.timestamps import utc_display
 from tests.browser.conftest import Screenshots, sign_in
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 
@@ -73,24 +72,34 @@ def test_two_factor_sign_in_is_turned_on_with_an_sms_code_and_then_asks_for_one(
     assert screenshots.wider_than_the_phone == {}
 
 
-def test_fifth_wrong_password_locks_the_account_and_the_next_sign_in_says_until_when(
+def test_the_last_wrong_passwords_are_counted_down_and_the_fifth_says_the_account_is_locked(
     page: Page, live_server: Any, person: User, screenshots: Screenshots
 ) -> None:
+    wrong = "The e-mail, login or password is wrong."
+    said = []
     for _ in range(5):
         sign_in(page, "grace", "not-the-password")
-        expect(page.get_by_role("alert")).to_have_text("The e-mail, login or password is wrong.")
-
-    sign_in(page, "grace", DEFAULT_PASSWORD)
+        said.append(page.get_by_role("alert").inner_text().strip())
 
     locked_until = SignInGate.objects.get(key=f"user:{person.pk}").locked_until
     assert locked_until is not None
-    expect(page.get_by_role("alert")).to_have_text(
-        "Too many wrong passwords: the account is locked until "
-        f"{date_format(timezone.localtime(locked_until), 'Y-m-d H:i T')}. "
-        "You can reset your password to unlock it."
-    )
+    until = utc_display(locked_until)
+    assert said == [
+        wrong,
+        wrong,
+        f"{wrong} 2 more wrong passwords lock the account for 15 min.",
+        f"{wrong} 1 more wrong password locks the account for 15 min.",
+        f"{wrong} That was too many wrong passwords: the account is now locked until {until}. "
+        "You can reset your password to unlock it.",
+    ]
     expect(page).to_have_url(f"{live_server.url}/login")
     screenshots.take(page, "login-locked")
+
+    sign_in(page, "grace", DEFAULT_PASSWORD)
+    expect(page.get_by_role("alert")).to_have_text(
+        f"Too many wrong passwords: the account is locked until {until}. "
+        "You can reset your password to unlock it."
+    )
     assert screenshots.wider_than_the_phone == {}
 
 

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
+import time_machine
+from django.conf import settings
+from django.template import Context, Template
 from django.test import Client
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from accounts.models import Challenge, Session, User
 from accounts.services.accounts import account_require_password_change
 from exchange.models import Message
+from tests.accounts.api import T0
 from tests.conftest import ApiClient, last_code
 from tests.factories import DEFAULT_PASSWORD
 
@@ -71,13 +77,46 @@ def test_a_wrong_password_says_nothing_about_the_account(client, person):
     assert "The e-mail, login or password is wrong." in text(unknown)
 
 
-def test_five_wrong_passwords_lock_with_the_end_time_shown(client, person):
-    for _ in range(5):
+def form_error(page: Any) -> str:
+    errors = re.search(r'<div class="form-errors"[^>]*>(.*?)</div>', text(page))
+    assert errors is not None, text(page)
+    return re.sub(r"<[^>]+>", "", errors.group(1)).strip()
+
+
+@pytest.mark.parametrize("login", ["grace@example.com", "grace", "nobody@example.com", "nobody"])
+def test_the_last_wrong_passwords_are_counted_down_and_the_fifth_says_until_when_it_locked(
+    client, person, settings, login
+):
+    # An unknown identifier is counted as an account is: the same sentences, in the same order.
+    settings.ACCOUNTS_LOCKOUT_SECONDS = 900
+    with time_machine.travel(T0, tick=False):
+        said = [form_error(sign_in(client, login, "wrong")) for _ in range(5)]
+        locked = form_error(sign_in(client, login, DEFAULT_PASSWORD))
+
+    wrong = "The e-mail, login or password is wrong."
+    assert said == [
+        wrong,
+        wrong,
+        f"{wrong} 2 more wrong passwords lock the account for 15 min.",
+        f"{wrong} 1 more wrong password locks the account for 15 min.",
+        f"{wrong} That was too many wrong passwords: the account is now locked until "
+        "2026-11-21 09:15 UTC. You can reset your password to unlock it.",
+    ]
+    assert locked == (
+        "Too many wrong passwords: the account is locked until 2026-11-21 09:15 UTC. "
+        "You can reset your password to unlock it."
+    )
+
+
+def test_a_success_starts_the_count_down_again(client, person):
+    for _ in range(4):
         sign_in(client, person.email, "wrong")
+    assert sign_in(client, person.email)["Location"] == "/bus"
+    client.post("/logout")
 
-    page = sign_in(client, person.email, DEFAULT_PASSWORD)
-
-    assert "the account is locked until" in text(page)
+    assert form_error(sign_in(client, person.email, "wrong")) == (
+        "The e-mail, login or password is wrong."
+    )
 
 
 def test_a_disabled_account_is_told_so(client, person):
@@ -371,3 +410,171 @@ def test_code_pages_point_to_the_development_outbox_only_in_debug(client, settin
     assert "/dev/outbox" not in text(client.get(registered["Location"]))
     settings.DEBUG = True
     assert 'href="/dev/outbox"' in text(client.get(registered["Location"]))
+
+
+def test_a_refused_adapter_login_is_told_on_its_field_and_stays_typed(browser, person):
+    page = browser.post("/bus/adapters", {"login": "bad login!"})
+
+    assert page.status_code == 200
+    html = text(page)
+    error = re.search(r'<p class="error" id="id_login_error">([^<]*)</p>', html)
+    assert error is not None
+    assert error.group(1).startswith("Enter a valid username.")
+    assert re.search(r'<input[^>]*name="login"[^>]*value="bad login!"', html)
+    assert "Some fields are invalid" not in html
+    assert not User.objects.filter(kind=User.Kind.ADAPTER, owner=person).exists()
+
+
+def test_a_taken_adapter_login_is_told_on_its_field(browser, person, adapter):
+    page = browser.post("/bus/adapters", {"login": adapter.username})
+
+    assert re.search(
+        r'id="id_login_error">Another account already uses this login. </p>', text(page)
+    )
+
+
+@pytest.mark.parametrize(
+    ("action", "question", "button"),
+    [
+        ("rotate", "Give billing a new password?", "Set a new password"),
+        ("disable", "Disable billing?", "Disable"),
+    ],
+)
+def test_a_new_password_and_disabling_ask_first_and_act_only_on_the_confirmation(
+    browser, person, action, question, button
+):
+    browser.post("/bus/adapters", {"login": "billing"})
+    browser.get("/bus")  # the credentials, shown once
+    adapter = User.objects.get(username="billing")
+    before = (adapter.password, adapter.is_active)
+
+    bus = text(browser.get("/bus"))
+    asked = browser.get(f"/bus/adapters/{adapter.pk}/{action}")
+
+    assert f'<form method="get" action="/bus/adapters/{adapter.pk}/{action}">' in bus
+    assert f'<form method="post" action="/bus/adapters/{adapter.pk}/{action}">' not in bus
+    assert asked.status_code == 200
+    assert f"<h1>{question}</h1>" in text(asked)
+    assert f'<button type="submit" class="danger">{button}</button>' in text(asked)
+    adapter.refresh_from_db()
+    assert (adapter.password, adapter.is_active) == before
+
+    done = browser.post(f"/bus/adapters/{adapter.pk}/{action}")
+
+    assert done["Location"] == "/bus"
+    adapter.refresh_from_db()
+    assert (adapter.password, adapter.is_active) != before
+
+
+def test_the_confirmation_pages_refuse_foreign_adapters_and_other_actions(browser, adapter):
+    foreign = browser.get(f"/bus/adapters/{adapter.pk}/rotate", follow=True)
+    browser.post("/bus/adapters", {"login": "billing"})
+    mine = User.objects.get(username="billing")
+
+    assert "You have no adapter with this id." in text(foreign)
+    assert browser.get(f"/bus/adapters/{mine.pk}/revoke").status_code == 405
+
+
+@pytest.mark.parametrize("path", ["/bus", "/settings/security", "/settings/password"])
+def test_the_header_says_who_is_signed_in(browser, person, path):
+    page = text(browser.get(path))
+
+    assert re.search(r'id="signed-in-as">Signed in as <strong>grace@example.com</strong>', page)
+
+
+def test_the_header_names_nobody_before_the_sign_in(client):
+    assert 'id="signed-in-as"' not in text(client.get("/login"))
+
+
+TEMPLATES = Path(settings.BASE_DIR) / "templates"
+
+
+def test_every_page_shows_moments_through_the_one_utc_filter():
+    pages = [
+        *TEMPLATES.glob("cabinet/*.html"),
+        *TEMPLATES.glob("dev/*.html"),
+        TEMPLATES / "base.html",
+    ]
+
+    for page in pages:
+        source = page.read_text()
+        assert "|date" not in source, page
+        assert "|time" not in source, page
+    assert "|utc" in (TEMPLATES / "cabinet/bus.html").read_text()
+    assert "|utc" in (TEMPLATES / "cabinet/security.html").read_text()
+
+
+def test_the_utc_filter_says_utc_whatever_zone_is_active():
+    moment = datetime(2026, 11, 24, 23, 11, 30, tzinfo=ZoneInfo("Europe/Moscow"))
+    template = Template("{% load cabinet %}{{ moment|utc }}|{{ none|utc }}")
+
+    with timezone.override("America/New_York"), translation.override("ru"):
+        shown = template.render(Context({"moment": moment, "none": None}))
+
+    assert shown == "2026-11-24 20:11 UTC|"
+
+
+def test_the_bus_and_the_security_page_show_utc_times(browser, person):
+    browser.post("/bus/adapters", {"login": "billing"})
+    adapter = User.objects.get(username="billing")
+    User.objects.filter(pk=adapter.pk).update(last_login=datetime(2026, 11, 24, 20, 11, tzinfo=UTC))
+    Session.objects.filter(user=person).update(
+        created_at=datetime(2026, 11, 24, 20, 10, tzinfo=UTC)
+    )
+
+    assert '<dd class="date">2026-11-24 20:11 UTC</dd>' in text(browser.get("/bus"))
+    assert "signed in 2026-11-24 20:10 UTC" in text(browser.get("/settings/security"))
+
+
+def test_the_sessions_list_names_browser_system_and_device_id(browser, person):
+    phone = Client(
+        HTTP_USER_AGENT=(
+            "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 "
+            "(KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36"
+        )
+    )
+    sign_in(phone, person.email)
+    ApiClient(device_id="erp-7").call(
+        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
+    )
+
+    page = text(browser.get("/settings/security"))
+
+    assert "Chrome Mobile 131 · Android 14 · Pixel 8</strong>" in page
+    assert "Device ID: <code>erp-7</code>" in page
+
+
+def test_a_wrong_code_says_how_many_attempts_are_left_once(client, person):
+    User.objects.filter(pk=person.pk).update(two_factor_enabled=True)
+    step_one = sign_in(client, person.email)
+
+    wrong = text(client.post(step_one["Location"], {"code": "000000"}))
+
+    assert len(re.findall(r"attempts? left", wrong, re.I)) == 1
+    assert "The code is wrong. Attempts left: 4." in wrong
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"email": "not-an-address", "confirm_password": "password"},
+        {"email": "new@example.com", "confirm_password": "something-else"},
+        {"email": "grace@example.com", "confirm_password": "password"},
+    ],
+)
+def test_the_first_submit_of_the_registration_judges_the_password_too(client, person, fields):
+    page = client.post("/register", {"new_password": "password", **fields})
+
+    assert page.status_code == 200
+    error = re.search(r'id="id_new_password_error">([^<]*)</p>', text(page))
+    assert error is not None
+    assert "This password is too common." in error.group(1)
+
+
+def test_every_page_names_its_icon_and_favicon_ico_leads_to_it(client):
+    icon = client.get("/favicon.ico")
+
+    assert icon.status_code == 301
+    assert icon["Location"] == "/static/favicon.ico"
+    assert '<link rel="icon" href="/static/favicon.ico"' in text(client.get("/login"))
+    assert (Path(settings.BASE_DIR) / "static/favicon.ico").read_bytes()[:4] == b"\0\0\1\0"
