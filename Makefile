@@ -14,6 +14,8 @@ PORT ?= 8000
 	bench db-stop clean
 
 run: export DEBUG ?= true
+# README's diagram: Prometheus scrapes /actuator/prometheus, which locally answers too.
+run: export MANAGEMENT_ENDPOINTS_EXPOSURE ?= health,info,metrics,prometheus
 run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py seed_demo --base-url http://$(HOST):$(PORT)
