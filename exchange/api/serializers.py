@@ -95,7 +95,7 @@ class SendBatchItemInput(SendInput):
 
 class SendBatchInput(Input):
     messages = serializers.ListField(
-        child=SendBatchItemInput(), allow_empty=False, max_length=MAX_BATCH
+        child=SendBatchItemInput(), allow_empty=False, min_length=1, max_length=MAX_BATCH
     )
 
 
