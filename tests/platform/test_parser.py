@@ -3,6 +3,7 @@ parsed values only for escapes of characters PostgreSQL cannot store (platform_s
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -47,15 +48,7 @@ def test_the_depth_read_off_the_text_is_the_depth_of_the_values(document: Any) -
 
 
 def parse(text: str) -> Any:
-    return StrictJSONParser().parse(_Stream(text.encode()), None, {})
-
-
-class _Stream:
-    def __init__(self, raw: bytes) -> None:
-        self.raw = raw
-
-    def read(self, size: int) -> bytes:
-        return self.raw[:size]
+    return StrictJSONParser().parse(io.BytesIO(text.encode()), None, {})
 
 
 def test_a_wide_body_with_many_brackets_passes_and_one_level_too_deep_does_not() -> None:
