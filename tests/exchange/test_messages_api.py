@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -82,6 +83,27 @@ def test_a_message_goes_from_sender_to_recipient_and_leaves_the_queue_when_acked
     assert Message.objects.count() == 0
     assert DeliveryLog.objects.filter(message_id=message["messageId"]).count() == 1
     assert receive(consumer) == []
+
+
+def test_a_delivery_is_written_out_compactly_like_every_other_answer(consumer, sender, adapter):
+    send(sender, adapter, {"n": 1})
+    send(sender, adapter, {"n": 2})
+    expire_leases_of = receive(consumer, "?max=1")  # the first, delivered once already
+    expire_leases()
+
+    response = consumer.call("get", "/api/exchange/messages?max=2")
+
+    body = response.content.decode()
+    first, second = response.json()["messages"]
+    assert first["messageId"] == expire_leases_of[0]["messageId"]
+    assert (first["redelivered"], second["redelivered"]) == (True, False)
+    assert first["sender"] == User.objects.get(username="crm").pk
+    envelope = json.dumps(
+        {**second, "headers": "H", "payload": "P"}, separators=(",", ":"), ensure_ascii=False
+    )
+    rendered = envelope.replace('"H"', "{}").replace('"P"', '{"n": 2}')
+    assert body.endswith(rendered + "]}")
+    assert " : " not in body
 
 
 def test_received_headers_and_payload_are_the_json_that_was_sent(consumer, sender, adapter):
