@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             ACCOUNTS_RATE_LIMIT_IP="1000000/m",
             ACCOUNTS_RATE_LIMIT_ACCOUNT="1000000/m",
             ACCOUNTS_CODE_RESEND_SECONDS="0",
-            CELERY_BROKER_URL="memory://",
+            CELERY_BROKER_URL="memory://localhost/",
         )
         import django
 

@@ -3,10 +3,15 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import ngettext_lazy
 
 from accounts.models import User
 from exchange.models import DeadLetter, Message, Route
 from exchange.services.dead_letters import dead_letters_redrive
+
+REDRIVEN = ngettext_lazy(
+    "%(count)s message back in its queue.", "%(count)s messages back in their queues.", "count"
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -50,7 +55,7 @@ class DeadLetterAdmin(ReadOnlyAdmin):
         for owner in owners:
             ids = list(queryset.filter(recipient__owner=owner).values_list("message_id", flat=True))
             revived += len(dead_letters_redrive(owner=owner, message_ids=ids))
-        self.message_user(request, f"{revived} messages back in their queues.")
+        self.message_user(request, REDRIVEN % {"count": revived})
 
 
 @admin.register(Route)

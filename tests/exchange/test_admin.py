@@ -85,13 +85,15 @@ def test_redriving_dead_letters_in_the_admin(admin_client, adapter):
         reason="MAX_DELIVERIES",
     )
 
-    admin_client.post(
+    response = admin_client.post(
         "/admin/exchange/deadletter/",
         {"action": "redrive", "_selected_action": [DeadLetter.objects.get().pk]},
+        follow=True,
     )
 
     assert not DeadLetter.objects.exists()
     assert Message.objects.get().receive_count == 0
+    assert "1 message back in its queue." in response.content.decode()
 
 
 def test_routes_are_managed_in_the_admin(admin_client, adapter):
