@@ -64,6 +64,15 @@ def call(
     return response.status, response.read()
 
 
+def send_body(recipient: int, payloads: list[bytes]) -> bytes:
+    """The body of a send, or of a batch send when there are several payloads, written around
+    the payloads' bytes as they are."""
+    items = [b'{"to":%d,"type":"bench","payload":%s}' % (recipient, item) for item in payloads]
+    if len(items) == 1:
+        return items[0]
+    return b'{"messages":[' + b",".join(items) + b"]}"
+
+
 def producer(caller: Caller, recipient: int, batch: int, clock: Clock) -> Tally:
     """Sends to ``recipient`` as fast as the server answers: one message per
     POST /api/exchange/messages, or ``batch`` per POST /api/exchange/messages/batch, each
@@ -71,17 +80,14 @@ def producer(caller: Caller, recipient: int, batch: int, clock: Clock) -> Tally:
     tally = Tally()
     connection = caller.connect()
     headers = caller.headers(body=True)
-    envelope = b'{"to":%d,"type":"bench","payload":' % recipient
     number = 0
     clock.wait_start()
     while (now := clock.hold()) is not None:
+        body = send_body(recipient, [payload(now, number + n) for n in range(batch)])
         if batch == 1:
-            body = envelope + payload(now, number) + b"}"
             status, answer = call(connection, "POST", SEND, headers, body)
             sent = int(status == 201)
         else:
-            items = b",".join(envelope + payload(now, number + n) + b"}" for n in range(batch))
-            body = b'{"messages":[' + items + b"]}"
             status, answer = call(connection, "POST", SEND_BATCH, headers, body)
             sent = answer.count(b'"status":"sent"') if status == 200 else 0
         number += batch

@@ -25,7 +25,7 @@ from bench.throughput.flow import BACKLOG_CALLS, Flow, Worker, flow_turn, flows_
 from bench.throughput.latency import percentile
 from bench.throughput.load import Plan, in_rotation
 from bench.throughput.report import Row, fmt, log, verdict
-from bench.throughput.servers import queue_clear, sign_in
+from bench.throughput.servers import queue_clear, queue_fill, sign_in
 
 BATCH = 100
 BATCH_TARGET = 10.0  # (g): batch send against single send
@@ -71,7 +71,8 @@ def backlog_of(batch: int, workers: int) -> int:
 
 def api_run(bench: Bench, sides: Sides, batch: int) -> Callable[[Plan], Flow]:
     def run(turn: Plan) -> Flow:
-        queue_clear(bench.database_url, [sides.recipient])
+        # The one checkpoint is the phase's, before its first turn (servers.database_settle).
+        queue_clear(bench.database_url, [sides.recipient], checkpoint=False)
         workers: list[Worker] = [
             partial(api.producer, sides.sender, sides.recipient, batch)
             for _ in range(turn.producers)
@@ -111,7 +112,16 @@ def rabbitmq_run(bench: Bench, sides: Sides, batch: int) -> Callable[[Plan], Flo
 def measured(bench: Bench, key: str, sides: Sides) -> list[Flow]:
     """The API's and RabbitMQ's figures at batch 1 and at BATCH, in rotation, each from an
     emptied queue: the API's single, RabbitMQ's single, the API's batch, RabbitMQ's batch."""
-    queue_clear(bench.database_url, bench.consumer_ids)  # what the figures before left
+    others = [n for n in bench.consumer_ids if n != sides.recipient]
+    queue_clear(bench.database_url, [sides.recipient])
+    # The other consumers' queues hold messages, as a shared table does, so that the table's
+    # statistics stay those of a table in use when each turn empties the queue of (g) and (h):
+    # analyzed empty, it had the planner scan the whole table for every claim, a cost growing
+    # with the turn (docs/performance.md, "The exchange API beside RabbitMQ").
+    seconds = queue_fill(
+        bench.database_url, others, bench.sender.principal.adapter_id, bench.plan.batch1_fill
+    )
+    log(f"{key}: the other queues at {bench.plan.batch1_fill:,} messages each ({seconds:.1f} s)")
     bench.settle(key)
     runs = [
         api_run(bench, sides, 1),
