@@ -38,7 +38,7 @@ from bench.throughput.servers import (
 def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.throughput",
-        description="Benchmark the exchange API against raw SQL on this machine.",
+        description="Benchmark the exchange API against raw SQL and RabbitMQ on this machine.",
     )
     parser.add_argument("--quick", action="store_true", help="shorter measurements")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")

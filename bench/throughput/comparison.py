@@ -113,7 +113,7 @@ def measured(bench: Bench, key: str, sides: Sides) -> list[Flow]:
     """The API's and RabbitMQ's figures at batch 1 and at BATCH, in rotation, each from an
     emptied queue: the API's single, RabbitMQ's single, the API's batch, RabbitMQ's batch."""
     others = [n for n in bench.consumer_ids if n != sides.recipient]
-    queue_clear(bench.database_url, [sides.recipient])
+    queue_clear(bench.database_url, bench.consumer_ids)  # (f)'s million among them
     # The other consumers' queues hold messages, as a shared table does, so that the table's
     # statistics stay those of a table in use when each turn empties the queue of (g) and (h):
     # analyzed empty, it had the planner scan the whole table for every claim, a cost growing
