@@ -256,7 +256,7 @@ class UserAdmin(DjangoUserAdmin[User]):
     @admin.action(description="Rotate adapter password (shown once, here)")
     def rotate_adapter_password(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for adapter in queryset.filter(kind=User.Kind.ADAPTER):
-            password = adapter_password_rotate(adapter=adapter)
+            password = adapter_password_rotate(adapter=adapter, actor=_actor(request))
             self.message_user(
                 request,
                 _("New password of %(login)s: %(password)s")

@@ -139,18 +139,26 @@ class EmailNotConfirmed(ApplicationError):
 
 
 class TwoFactorRequired(ApplicationError):
+    """The password was right; the second factor comes next. An SMS code was sent (and may be
+    resent after ``retryAfterSeconds``), or the code comes from the authenticator app (TOTP:
+    nothing is sent, so the answer has no ``retryAfterSeconds``)."""
+
     status = 428
     code = "TWO_FACTOR_REQUIRED"
     default_detail = "Enter the code sent by SMS: continue with /api/auth/login/two-factor/confirm."
+    TOTP_DETAIL = (
+        "Enter the code your authenticator app shows: continue with "
+        "/api/auth/login/two-factor/confirm."
+    )
 
-    def __init__(self, *, request_id: str, retry_after_seconds: int) -> None:
-        super().__init__(
-            extra={
-                "requestId": request_id,
-                "confirmMethod": "SMS",
-                "retryAfterSeconds": retry_after_seconds,
-            }
-        )
+    def __init__(
+        self, *, request_id: str, retry_after_seconds: int | None, confirm_method: str = "SMS"
+    ) -> None:
+        extra: dict[str, object] = {"requestId": request_id, "confirmMethod": confirm_method}
+        if retry_after_seconds is not None:
+            extra["retryAfterSeconds"] = retry_after_seconds
+        super().__init__(self.TOTP_DETAIL if confirm_method == "TOTP" else None, extra=extra)
+        self.confirm_method = confirm_method
 
 
 class CodeInvalid(ApplicationError):
@@ -178,6 +186,20 @@ class AttemptsExceeded(ApplicationError):
 class ResendTooEarly(RateLimited):
     code = "RESEND_TOO_EARLY"
     default_detail = "A code was sent moments ago: wait retryAfterSeconds before asking again."
+
+
+class NothingToResend(ApplicationError):
+    code = "NOTHING_TO_RESEND"
+    default_detail = (
+        "This sign-in takes the code your authenticator app shows (or a recovery code): "
+        "nothing is sent, so there is nothing to resend."
+    )
+
+
+class TwoFactorNotEnabled(ApplicationError):
+    status = 409
+    code = "TWO_FACTOR_NOT_ENABLED"
+    default_detail = "Two-factor sign-in is off: recovery codes come with turning it on."
 
 
 class ChallengeNotFound(ApplicationError):

@@ -4,6 +4,7 @@ import uuid
 from typing import Any, ClassVar
 
 import phonenumbers
+from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.contrib.auth.models import UserManager as DjangoUserManager
 from django.core.exceptions import ValidationError
@@ -48,6 +49,15 @@ class UserManager(DjangoUserManager["User"]):
         return super().create_superuser(username, email, password, **fields)
 
 
+def languages() -> list[tuple[str, str]]:
+    return list(settings.LANGUAGES)
+
+
+class TwoFactorMethod(models.TextChoices):
+    SMS = "SMS", "SMS code"
+    TOTP = "TOTP", "Authenticator app"
+
+
 class User(AbstractUser):
     """Every principal: a cabinet user (a person) or an adapter (a client system) they own."""
 
@@ -87,6 +97,23 @@ class User(AbstractUser):
     )
     email_confirmed = models.BooleanField(default=False)
     two_factor_enabled = models.BooleanField(default=False)
+    # Which second factor two_factor_enabled turns on; read only while it is on.
+    two_factor_method = models.CharField(
+        max_length=8,
+        choices=TwoFactorMethod.choices,
+        default=TwoFactorMethod.SMS,
+        db_default=TwoFactorMethod.SMS,
+        help_text="The second factor while two-factor sign-in is on: an SMS code or an "
+        "authenticator app.",
+    )
+    language = models.CharField(
+        max_length=8,
+        blank=True,
+        default="",
+        db_default="",
+        choices=languages,
+        help_text="The language of the security notices e-mailed to this person.",
+    )
     reset_password_required = models.BooleanField(
         default=False,
         help_text="Tokens carry USER_PASSWORD_RESET_REQUIRED until the user changes the password.",
@@ -214,10 +241,12 @@ class Challenge(models.Model):
         SIGN_IN = "SIGN_IN", "Two-factor sign-in"
         ENABLE_TWO_FACTOR = "ENABLE_TWO_FACTOR", "Enabling two-factor sign-in"
         PASSWORD_RESET = "PASSWORD_RESET", "Password reset"
+        ENABLE_TOTP = "ENABLE_TOTP", "Enabling an authenticator app"
 
     class Method(models.TextChoices):
         EMAIL = "EMAIL", "E-mail"
         SMS = "SMS", "SMS"
+        TOTP = "TOTP", "Authenticator app"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     purpose = models.CharField(max_length=24, choices=Purpose.choices)
@@ -237,12 +266,64 @@ class Challenge(models.Model):
     device_key = models.CharField(
         max_length=160, blank=True, help_text="The device a sign-in challenge was started from."
     )
+    authenticator = models.ForeignKey(
+        "Authenticator",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="A TOTP challenge's authenticator app, whose code confirms it.",
+    )
 
     class Meta:
         indexes = [models.Index(fields=["user", "purpose", "-created_at"])]
 
     def __str__(self) -> str:
         return f"{self.get_purpose_display()} {self.pk}"
+
+
+class Authenticator(models.Model):
+    """An authenticator app (TOTP, RFC 6238) of a cabinet user: pending until a first code from
+    the app confirms it, then the account's second factor (docs/sessions.md, "Second factors").
+
+    The secret is stored encrypted (accounts.factor_secrets), so a dump of the database alone
+    does not yield it. ``last_used_step`` is the newest 30-second step whose code passed: a code
+    passes only for a later step, so no code passes twice.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="authenticators")
+    secret = models.TextField(help_text="The base32 secret, encrypted with AES-256-GCM.")
+    created_at = models.DateTimeField(default=timezone.now)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    last_used_step = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user"],
+                condition=models.Q(confirmed_at__isnull=False),
+                name="accounts_authenticator_one_confirmed",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Authenticator app of {self.user}"
+
+
+class RecoveryCode(models.Model):
+    """One of a user's single-use recovery codes, stored as a keyed hash only."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="recovery_codes")
+    code_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "code_hash"], name="accounts_recovery_code_idx")]
+
+    def __str__(self) -> str:
+        return f"Recovery code of {self.user}"
 
 
 class OutboxMessage(models.Model):
@@ -317,6 +398,10 @@ class AuditEvent(models.Model):
         ACCOUNT_EXPIRY_SET = "ACCOUNT_EXPIRY_SET", _("Account expiry set")
         CREDENTIALS_EXPIRY_SET = "CREDENTIALS_EXPIRY_SET", _("Credentials expiry set")
         QUEUE_PURGED = "QUEUE_PURGED", _("Queue purged")
+        RECOVERY_CODES_GENERATED = "RECOVERY_CODES_GENERATED", _("New recovery codes")
+        RECOVERY_CODE_USED = "RECOVERY_CODE_USED", _("Recovery code used")
+        TWO_FACTOR_RESET = "TWO_FACTOR_RESET", _("Two-factor sign-in reset by an administrator")
+        ADAPTER_PASSWORD_ROTATED = "ADAPTER_PASSWORD_ROTATED", _("Adapter password rotated")
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
     user = models.ForeignKey(

@@ -45,6 +45,17 @@ def check_secrets(
                 id="platform.E005",
             )
         )
+    if not settings.TOTP_ENCRYPTION_KEY:
+        messages.append(
+            Warning(
+                "TOTP_ENCRYPTION_KEY is unset: authenticator apps' secrets and recovery codes "
+                "are protected with a key derived from SECRET_KEY, so replacing SECRET_KEY "
+                "would make every one unreadable.",
+                hint="Set TOTP_ENCRYPTION_KEY or TOTP_ENCRYPTION_KEY_FILE (openssl rand -hex 32) "
+                "before anyone turns an authenticator app on, and keep it.",
+                id="platform.W006",
+            )
+        )
     if "," in settings.JWT_SIGNING_KEY:
         messages.append(
             Warning(

@@ -343,6 +343,9 @@ ACCOUNTS_RATE_LIMIT_IP = env_rate("ACCOUNTS_RATE_LIMIT_IP", "60/m")
 ACCOUNTS_RATE_LIMIT_ACCOUNT = env_rate("ACCOUNTS_RATE_LIMIT_ACCOUNT", "20/m")
 # Per signed-in cabinet user, on /api/users/*.
 ACCOUNTS_RATE_LIMIT_USER = env_rate("ACCOUNTS_RATE_LIMIT_USER", "120/m")
+# Encrypts authenticator apps' secrets and keys recovery codes' hashes (accounts/factor_secrets.py);
+# unset: derived from SECRET_KEY, and check --deploy warns (platform.W006).
+TOTP_ENCRYPTION_KEY = env_secret("TOTP_ENCRYPTION_KEY", "")
 
 # django-axes keeps the record of every sign-in attempt and its admin; the lock itself is the
 # platform's atomic gate (accounts/services/lockout.py), so axes never locks anybody out.

@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.dev import dev_outbox
+from accounts.web.profile import language_switch_page
 
 urlpatterns = [
     # First: the exchange API is the hot path, and Django tries the patterns in this order.
@@ -14,7 +15,8 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("favicon.ico"), permanent=True)),
     path("admin/", admin.site.urls),
     path("dev/outbox", dev_outbox, name="dev-outbox"),
-    path("i18n/", include("django.conf.urls.i18n")),
+    # Django's set_language, which also keeps a signed-in person's choice on the account.
+    path("i18n/setlang/", language_switch_page, name="set_language"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include("accounts.api.urls")),

@@ -129,7 +129,12 @@ class TwoFactorConfirmApi(ConfirmApi):
 
     @extend_schema(
         operation_id="login_two_factor_confirm",
-        summary="Finish a sign-in with the SMS code",
+        summary="Finish a sign-in with the SMS code, the authenticator app's code, or a "
+        "recovery code",
+        description="The 428's confirmMethod says which code the sign-in takes (SMS or TOTP); "
+        "a recovery code (xxxxx-xxxxx) works for either, once. A TOTP sign-in is confirmed from "
+        "the device that typed the password. Wrong codes for an authenticator app count across "
+        "sign-ins: 10 in a row lock the account (423 on the next sign-in).",
         request=ConfirmInput,
         responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 429)},
         tags=["auth"],
@@ -144,6 +149,7 @@ class TwoFactorResendApi(ResendApi):
     @extend_schema(
         operation_id="login_two_factor_resend",
         summary="Send a new sign-in code by SMS (the old one stops working)",
+        description="400 NOTHING_TO_RESEND for a sign-in by an authenticator app (TOTP).",
         request=ResendInput,
         responses={200: ResendOutput, **problem_responses(400, 404, 429)},
         tags=["auth"],

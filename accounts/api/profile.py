@@ -16,9 +16,13 @@ from accounts.api.serializers import (
     EmptyOutput,
     LoginSuccessOutput,
     ProfileInput,
+    RecoveryCodesOutput,
     ResendInput,
     ResendOutput,
     SessionListOutput,
+    TotpConfirmInput,
+    TotpStartOutput,
+    TwoFactorEnabledOutput,
     TwoFactorOutput,
     UserDtoOutput,
     login_success,
@@ -30,10 +34,11 @@ from accounts.models import Challenge, Session
 from accounts.permissions import IsCabinetUser, IsCabinetUserAnyState
 from accounts.services.challenges import challenge_resend
 from accounts.services.passwords import password_change
-from accounts.services.profile import (
-    profile_update,
-    session_revoke_own,
-    sessions_live,
+from accounts.services.profile import profile_update, session_revoke_own, sessions_live
+from accounts.services.two_factor import (
+    recovery_codes_regenerate,
+    totp_enable_confirm,
+    totp_enable_start,
     two_factor_disable,
     two_factor_enable_confirm,
     two_factor_enable_start,
@@ -119,7 +124,8 @@ class TwoFactorApi(CabinetApi):
 
     @extend_schema(
         operation_id="users_two_factor_disable",
-        summary="Turn two-factor sign-in off (you are told by e-mail)",
+        summary="Turn two-factor sign-in off, whichever factor is on (you are told by e-mail)",
+        description="The recovery codes stop working too.",
         request=None,
         responses={200: TwoFactorOutput, **problem_responses(400, 401, 403, 429)},
         tags=["two-factor"],
@@ -132,21 +138,22 @@ class TwoFactorApi(CabinetApi):
 class TwoFactorConfirmApi(CabinetApi):
     @extend_schema(
         operation_id="users_two_factor_confirm",
-        summary="Confirm the SMS code: two-factor sign-in is on",
+        summary="Confirm the SMS code: two-factor sign-in is on, with new recovery codes",
+        description="recoveryCodes are shown only in this answer.",
         request=ConfirmInput,
-        responses={200: TwoFactorOutput, **problem_responses(400, 401, 403, 429)},
+        responses={200: TwoFactorEnabledOutput, **problem_responses(400, 401, 403, 409, 429)},
         tags=["two-factor"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
         data = ConfirmInput(data=request.data)
         data.is_valid(raise_exception=True)
-        user = two_factor_enable_confirm(
+        enabled = two_factor_enable_confirm(
             user=request.user,
             request_id=data.validated_data["requestId"],
             code=data.validated_data["token"].strip(),
             request=request._request,
         )
-        return Response({"twoFactorEnabled": user.two_factor_enabled})
+        return Response({"twoFactorEnabled": True, "recoveryCodes": enabled.recovery_codes})
 
 
 class TwoFactorResendApi(CabinetApi):
@@ -166,6 +173,67 @@ class TwoFactorResendApi(CabinetApi):
             user=request.user,
         )
         return Response(resend_json(started))
+
+
+class TotpApi(CabinetApi):
+    @extend_schema(
+        operation_id="users_two_factor_totp",
+        summary="Start adding an authenticator app: its secret and otpauth URI",
+        description="Put the secret into the app (the URI is the QR code's content), then "
+        "confirm with the app's code. Confirming makes the app the account's second factor, in "
+        "place of the SMS code or of another app; until then nothing changes. secret is shown "
+        "only in this answer.",
+        request=None,
+        responses={200: TotpStartOutput, **problem_responses(400, 401, 403, 429)},
+        tags=["two-factor"],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        started = totp_enable_start(user=request.user)
+        return Response(
+            {
+                "requestId": str(started.challenge.pk),
+                "secret": started.secret,
+                "otpauthUri": started.otpauth_uri,
+            }
+        )
+
+
+class TotpConfirmApi(CabinetApi):
+    @extend_schema(
+        operation_id="users_two_factor_totp_confirm",
+        summary="Confirm the authenticator app with its code: it is your second factor, with "
+        "new recovery codes",
+        description="Wrong codes follow the rules of every code: 400 CODE_INVALID with "
+        "attemptsRemaining, then 429 ATTEMPTS_EXCEEDED. recoveryCodes are shown only here.",
+        request=TotpConfirmInput,
+        responses={200: RecoveryCodesOutput, **problem_responses(400, 401, 403, 429)},
+        tags=["two-factor"],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        data = TotpConfirmInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        enabled = totp_enable_confirm(
+            user=request.user,
+            request_id=data.validated_data["requestId"],
+            code=data.validated_data["token"].strip(),
+            request=request._request,
+        )
+        return Response({"recoveryCodes": enabled.recovery_codes})
+
+
+class RecoveryCodesApi(CabinetApi):
+    @extend_schema(
+        operation_id="users_two_factor_recovery_codes",
+        summary="New recovery codes: the old ones stop working",
+        description="recoveryCodes are shown only in this answer. 409 TWO_FACTOR_NOT_ENABLED "
+        "while two-factor sign-in is off.",
+        request=None,
+        responses={200: RecoveryCodesOutput, **problem_responses(400, 401, 403, 409, 429)},
+        tags=["two-factor"],
+    )
+    def post(self, request: AuthenticatedRequest) -> Response:
+        codes = recovery_codes_regenerate(user=request.user, request=request._request)
+        return Response({"recoveryCodes": codes})
 
 
 def session_json(session: Session, current: uuid.UUID) -> dict[str, Any]:

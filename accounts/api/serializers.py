@@ -12,6 +12,7 @@ from django.core.validators import MinLengthValidator
 from rest_framework import serializers
 
 from accounts.models import User
+from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.tokens import TokenPair, role_of
 from platform_site.serializers import Input
 
@@ -49,6 +50,15 @@ class UserDtoOutput(serializers.Serializer[Any]):
     phone = serializers.CharField()
     emailConfirmed = serializers.BooleanField()
     twoFactorEnabled = serializers.BooleanField()
+    twoFactorMethod = serializers.ChoiceField(
+        choices=["SMS", "TOTP"],
+        allow_null=True,
+        help_text="The second factor while two-factor sign-in is on: an SMS code, or an "
+        "authenticator app's code (TOTP); null while it is off.",
+    )
+    recoveryCodesRemaining = serializers.IntegerField(
+        help_text="Unused recovery codes; 0 while two-factor sign-in is off."
+    )
     profileIncompleted = serializers.BooleanField(
         help_text="A cabinet user without firstName, lastName or phone; always false for adapters."
     )
@@ -75,6 +85,8 @@ def user_dto(user: User) -> dict[str, Any]:
         "phone": user.phone,
         "emailConfirmed": user.email_confirmed,
         "twoFactorEnabled": user.two_factor_enabled,
+        "twoFactorMethod": user.two_factor_method if user.two_factor_enabled else None,
+        "recoveryCodesRemaining": recovery_codes_remaining(user=user),
         "profileIncompleted": user.kind == User.Kind.USER
         and not (user.first_name and user.last_name and user.phone),
         "resetPasswordRequired": user.reset_password_required,
@@ -192,7 +204,11 @@ class ResendOutput(serializers.Serializer[Any]):
 
 class ConfirmInput(Input):
     requestId = serializers.UUIDField()
-    token = serializers.CharField(max_length=CODE_MAX_LENGTH, help_text="The 6-digit code.")
+    token = serializers.CharField(
+        max_length=CODE_MAX_LENGTH,
+        help_text="The 6-digit code. Finishing a two-factor sign-in, also the authenticator "
+        "app's code or one of the account's recovery codes (xxxxx-xxxxx), then used up.",
+    )
 
 
 class ResendInput(Input):
@@ -232,6 +248,42 @@ class ProfileInput(Input):
 
 class TwoFactorOutput(serializers.Serializer[Any]):
     twoFactorEnabled = serializers.BooleanField()
+
+
+class RecoveryCodesField(serializers.ListField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            child=serializers.CharField(),
+            help_text="Ten single-use codes (xxxxx-xxxxx), shown only in this answer; each "
+            "stands in for the second factor once.",
+            **kwargs,
+        )
+
+
+class TwoFactorEnabledOutput(TwoFactorOutput):
+    recoveryCodes = RecoveryCodesField()
+
+
+class RecoveryCodesOutput(serializers.Serializer[Any]):
+    recoveryCodes = RecoveryCodesField()
+
+
+class TotpStartOutput(serializers.Serializer[Any]):
+    requestId = serializers.UUIDField()
+    secret = serializers.CharField(
+        help_text="The app's secret in base32, to type in when the QR code cannot be scanned. "
+        "Shown only in this answer."
+    )
+    otpauthUri = serializers.CharField(
+        help_text="otpauth://totp/... (Key Uri Format): the QR code's content."
+    )
+
+
+class TotpConfirmInput(Input):
+    requestId = serializers.UUIDField()
+    token = serializers.CharField(
+        max_length=CODE_MAX_LENGTH, help_text="The 6-digit code the app shows now."
+    )
 
 
 class SessionOutput(serializers.Serializer[Any]):

@@ -281,7 +281,9 @@ class AdapterPasswordApi(CabinetApi):
     )
     def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
         adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
-        return Response({"password": adapter_password_rotate(adapter=adapter)})
+        return Response(
+            {"password": adapter_password_rotate(adapter=adapter, request=request._request)}
+        )
 
 
 class AdapterPurgeApi(CabinetApi):

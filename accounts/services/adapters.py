@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from django.contrib.auth.validators import ASCIIUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.http import HttpRequest
 
 from accounts import liveness
 from accounts.errors import AdapterNotFound, LoginTaken
 from accounts.models import User
+from accounts.services.audit import Kind, audit
+from accounts.services.notices import Notice, notice_send
 from accounts.services.passwords import password_generate
 from accounts.services.sessions import sessions_revoke_for_user
 from platform_site.errors import ValidationFailed
@@ -59,16 +62,27 @@ def adapter_for_owner(*, owner: User, adapter_id: int) -> User:
 
 
 @transaction.atomic
-def adapter_password_rotate(*, adapter: User) -> str:
+def adapter_password_rotate(
+    *, adapter: User, request: HttpRequest | None = None, actor: User | None = None
+) -> str:
     """Give ``adapter`` a new generated password and return it; the old one and every session
     signed in with it stop working. For an adapter this is the password reset: expired
-    credentials are renewed."""
+    credentials are renewed. Its owner is told by e-mail (from ``request``, the owner's own, or
+    else by the administration)."""
     password = password_generate()
     with liveness.changing([adapter.pk]):
         adapter.set_password(password)
         adapter.credentials_expire_at = None
         adapter.save(update_fields=["password", "password_changed_at", "credentials_expire_at"])
         sessions_revoke_for_user(user=adapter, reason="password_rotated")
+        audit(Kind.ADAPTER_PASSWORD_ROTATED, user=adapter, actor=actor, request=request)
+        if adapter.owner is not None:
+            notice_send(
+                Notice.ADAPTER_PASSWORD_ROTATED,
+                user=adapter.owner,
+                request=request,
+                adapter=adapter.username,
+            )
     return password
 
 

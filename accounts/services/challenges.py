@@ -1,5 +1,6 @@
 """Confirmation codes: one mechanism for registration, 2FA sign-in, 2FA enabling and password
-reset (docs/sessions.md, "Confirmation codes").
+reset (docs/sessions.md, "Confirmation codes"), and for the codes of authenticator apps, which
+the platform does not send (method TOTP).
 
 A code is 6 digits from ``secrets``; only its keyed hash is stored, bound to the challenge's id
 (the ``requestId``). Every confirmation spends an attempt with one conditional UPDATE that
@@ -13,10 +14,11 @@ import hmac
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
@@ -25,10 +27,13 @@ from accounts.errors import (
     ChallengeNotFound,
     CodeExpired,
     CodeInvalid,
+    NothingToResend,
     ResendTooEarly,
 )
-from accounts.models import Challenge, User
+from accounts.models import Authenticator, Challenge, User
+from accounts.services.authenticators import authenticator_code_accept
 from accounts.services.outbox import outbox_email, outbox_sms
+from accounts.services.recovery_codes import recovery_code_normalize, recovery_code_spend
 
 Purpose = Challenge.Purpose
 
@@ -43,12 +48,15 @@ DELIVERY = {
 }
 
 # Spend one attempt of a challenge still open; the row lock makes parallel spends take turns.
-# A signed-in user's flow names its user: nobody spends another user's attempts.
+# A signed-in user's flow names its user: nobody spends another user's attempts. A sign-in by an
+# authenticator app is bound to the device that typed the password: no other device spends its
+# attempts either.
 _SPEND = """
 UPDATE accounts_challenge SET attempts_left = attempts_left - 1
 WHERE id = %(id)s AND purpose = %(purpose)s AND used_at IS NULL AND attempts_left > 0
   AND (%(user_id)s::bigint IS NULL OR user_id = %(user_id)s::bigint)
-RETURNING attempts_left, code_hash, expires_at, user_id
+  AND (method <> 'TOTP' OR device_key = '' OR device_key = %(device_key)s)
+RETURNING attempts_left, code_hash, expires_at, user_id, method, authenticator_id
 """
 
 
@@ -121,6 +129,27 @@ def challenge_start(
     return Started(challenge, settings.ACCOUNTS_CODE_RESEND_SECONDS)
 
 
+def challenge_open_totp(
+    *, purpose: Challenge.Purpose, user: User, authenticator: Authenticator, device_key: str = ""
+) -> Challenge:
+    """A challenge that the authenticator app's code confirms: nothing is sent, nothing is
+    hashed; the attempt budget and the expiry are those of every challenge."""
+    now = timezone.now()
+    return Challenge.objects.create(
+        purpose=purpose,
+        method=Challenge.Method.TOTP,
+        user=user,
+        address="",
+        code_hash="",
+        attempts_left=settings.ACCOUNTS_CODE_ATTEMPTS,
+        created_at=now,
+        sent_at=now,
+        expires_at=now + timedelta(seconds=settings.ACCOUNTS_CODE_TTL_SECONDS),
+        device_key=device_key,
+        authenticator=authenticator,
+    )
+
+
 def challenge_pending(
     *, purpose: Challenge.Purpose, user: User | None = None, address: str | None = None
 ) -> Started | None:
@@ -129,7 +158,7 @@ def challenge_pending(
     sending another code."""
     now = timezone.now()
     cooldown = timedelta(seconds=settings.ACCOUNTS_CODE_RESEND_SECONDS)
-    challenges = Challenge.objects.filter(
+    challenges = Challenge.objects.exclude(method=Challenge.Method.TOTP).filter(
         purpose=purpose,
         used_at__isnull=True,
         attempts_left__gt=0,
@@ -176,6 +205,8 @@ def challenge_resend(
         )
         if challenge is None or (user is not None and challenge.user_id != user.pk):
             raise ChallengeNotFound()
+        if challenge.method == Challenge.Method.TOTP:
+            raise NothingToResend()
         if challenge.attempts_left == 0:
             raise AttemptsExceeded()
         if wait := challenge_resend_wait(challenge):
@@ -194,32 +225,101 @@ def challenge_resend(
 class Confirmed:
     challenge: Challenge
     user: User
+    by_recovery_code: bool = False
 
 
 def challenge_confirm(
-    *, request_id: uuid.UUID, purpose: Challenge.Purpose, code: str, user: User | None = None
+    *,
+    request_id: uuid.UUID,
+    purpose: Challenge.Purpose,
+    code: str,
+    user: User | None = None,
+    device_key: str = "",
+    recovery_codes: bool = False,
 ) -> Confirmed:
     """The challenge, now used, and its user, if ``code`` is its code; else CodeInvalid,
     CodeExpired or AttemptsExceeded. Must run outside a transaction: the spent attempt is
     committed even when the answer is an error.
+
+    A TOTP challenge takes its authenticator app's code, and only from ``device_key`` when it
+    was started from a device. With ``recovery_codes`` (a sign-in), one of the user's recovery
+    codes confirms it as well, and is used up.
     """
+    params: dict[str, str | int | uuid.UUID | None] = {
+        "id": request_id,
+        "purpose": purpose,
+        "user_id": None if user is None else user.pk,
+        "device_key": device_key,
+    }
     with connection.cursor() as cursor:
-        cursor.execute(
-            _SPEND,
-            {"id": request_id, "purpose": purpose, "user_id": None if user is None else user.pk},
-        )
+        cursor.execute(_SPEND, params)
         row = cursor.fetchone()
     if row is None:
         spent = Challenge.objects.filter(
-            pk=request_id, purpose=purpose, used_at__isnull=True, attempts_left=0
+            Q(device_key="") | Q(device_key=device_key) | ~Q(method=Challenge.Method.TOTP),
+            pk=request_id,
+            purpose=purpose,
+            used_at__isnull=True,
+            attempts_left=0,
         )
         if user is not None:
             spent = spent.filter(user=user)
         if spent.exists():
             raise AttemptsExceeded()
-        # Unknown, finished, or of another flow: no code can be right.
+        # Unknown, finished, of another flow or device: no code can be right.
         raise CodeInvalid(attempts_remaining=0)
-    attempts_left, code_hash, expires_at, user_id = row
+    attempts_left, code_hash, expires_at, user_id, method, authenticator_id = row
+    recovery = recovery_code_normalize(code) if recovery_codes else None
+    if recovery is None and method != Challenge.Method.TOTP:
+        return _confirm_sent_code(
+            request_id=request_id,
+            code=code,
+            attempts_left=attempts_left,
+            code_hash=code_hash,
+            expires_at=expires_at,
+            user_id=user_id,
+            user=user,
+        )
+    if expires_at <= timezone.now():
+        raise CodeExpired(attempts_remaining=attempts_left)
+    if user_id is None or (user is not None and user_id != user.pk):
+        raise CodeInvalid(attempts_remaining=attempts_left)
+    # Used and verified in one transaction: a code that does not pass leaves the challenge open,
+    # and a challenge a parallel confirmation has just used spends no code (TOTP step, recovery).
+    with transaction.atomic():
+        used = Challenge.objects.filter(pk=request_id, used_at__isnull=True).update(
+            used_at=timezone.now()
+        )
+        if recovery is not None:
+            right = bool(used) and recovery_code_spend(user_id=user_id, typed=recovery)
+        else:
+            right = bool(used) and authenticator_code_accept(
+                authenticator_id=authenticator_id, code=code
+            )
+        if not right:
+            transaction.set_rollback(True)
+    if not right:
+        raise CodeInvalid(attempts_remaining=attempts_left)
+    challenge = Challenge.objects.select_related("user").get(pk=request_id)
+    return Confirmed(
+        challenge=challenge,
+        user=User.objects.get(pk=user_id),
+        by_recovery_code=recovery is not None,
+    )
+
+
+def _confirm_sent_code(
+    *,
+    request_id: uuid.UUID,
+    code: str,
+    attempts_left: int,
+    code_hash: str,
+    expires_at: datetime,
+    user_id: int | None,
+    user: User | None,
+) -> Confirmed:
+    """A code the platform sent (e-mail, SMS), compared with its keyed hash. A challenge without
+    a user does exactly the same work as one whose code is wrong."""
     right = hmac.compare_digest(code_hash, _code_hash(request_id, code))
     if expires_at <= timezone.now():
         raise CodeExpired(attempts_remaining=attempts_left)

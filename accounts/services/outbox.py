@@ -32,14 +32,16 @@ def outbox_email(
     context: dict[str, Any],
     user: User | None,
     requires_account: bool = False,
+    label: str | None = None,
 ) -> OutboxMessage:
-    """Queue the e-mail ``templates/emails/<template>`` (``_subject.txt``, ``.txt``, ``.html``)."""
+    """Queue the e-mail ``templates/emails/<template>`` (``_subject.txt``, ``.txt``, ``.html``),
+    recorded under ``label`` when templates are shared (the security notices)."""
     context = {"platform_name": settings.PLATFORM_NAME, **context}
     message = OutboxMessage.objects.create(
         channel=OutboxMessage.Channel.EMAIL,
         to=to,
         user=user,
-        template=template,
+        template=label or template,
         subject=" ".join(render_to_string(f"emails/{template}_subject.txt", context).split()),
         text=render_to_string(f"emails/{template}.txt", context),
         html=render_to_string(f"emails/{template}.html", context),

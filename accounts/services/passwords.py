@@ -23,6 +23,7 @@ from accounts.services.challenges import (
     challenge_start,
 )
 from accounts.services.lockout import gate_unlock
+from accounts.services.notices import Notice, notice_send
 from accounts.services.sessions import session_start, sessions_revoke_for_user
 from accounts.services.sign_in import SignIn, credentials_check, user_for_identifier
 from platform_site.errors import ValidationFailed
@@ -81,6 +82,7 @@ def password_change(
         sessions_revoke_for_user(user=user, reason="password_change")
         session, tokens = session_start(user=user, device=device)
         audit(Kind.PASSWORD_CHANGED, user=user, request=request)
+        notice_send(Notice.PASSWORD_CHANGED, user=user, request=request, device=device)
     return SignIn(user=user, session=session, tokens=tokens)
 
 
@@ -91,6 +93,7 @@ def password_set_by_administrator(*, user: User, actor: User | None) -> None:
     and the change is audited. A requirement to change it stays as the administrator set it."""
     sessions_revoke_for_user(user=user, reason="password_change")
     audit(Kind.PASSWORD_CHANGED, user=user, actor=actor)
+    notice_send(Notice.PASSWORD_CHANGED, user=user)
 
 
 def password_reset_request(*, email: str, request: HttpRequest | None) -> Started:
@@ -135,4 +138,5 @@ def password_reset_confirm(
         gate_unlock(user=user)
         sessions_revoke_for_user(user=user, reason="password_reset")
         audit(Kind.PASSWORD_RESET, user=user, request=request)
+        notice_send(Notice.PASSWORD_RESET, user=user, request=request)
     return user

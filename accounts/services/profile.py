@@ -1,24 +1,19 @@
-"""A cabinet user's own profile, two-factor sign-in and sessions."""
+"""A cabinet user's own profile and sessions (two-factor sign-in: accounts.services.two_factor)."""
 
 from __future__ import annotations
 
 import uuid
 
 import phonenumbers
+from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
 from accounts import liveness
-from accounts.errors import CodeInvalid, PhoneRequired, SessionNotFound, TwoFactorAlreadyEnabled
-from accounts.models import Challenge, Session, User
+from accounts.errors import SessionNotFound
+from accounts.models import Session, User
 from accounts.services.audit import Kind, audit
-from accounts.services.challenges import (
-    Started,
-    challenge_confirm,
-    challenge_pending,
-    challenge_start,
-)
 from accounts.services.outbox import outbox_email
 from accounts.services.sessions import session_revoke
 from platform_site.errors import ValidationFailed
@@ -78,52 +73,13 @@ def profile_update(
     return user
 
 
-def two_factor_enable_start(*, user: User) -> Started:
-    """An SMS code to the profile's phone; confirming it turns two-factor sign-in on."""
-    if user.two_factor_enabled:
-        raise TwoFactorAlreadyEnabled()
-    if not user.phone:
-        raise PhoneRequired()
-    pending = challenge_pending(purpose=Challenge.Purpose.ENABLE_TWO_FACTOR, user=user)
-    if pending is not None and pending.challenge.address == user.phone:
-        return pending
-    return challenge_start(
-        purpose=Challenge.Purpose.ENABLE_TWO_FACTOR, user=user, address=user.phone
-    )
-
-
-def two_factor_enable_confirm(
-    *, user: User, request_id: uuid.UUID, code: str, request: HttpRequest | None
-) -> User:
-    challenge = challenge_confirm(
-        request_id=request_id,
-        purpose=Challenge.Purpose.ENABLE_TWO_FACTOR,
-        code=code,
-        user=user,
-    ).challenge
-    user.refresh_from_db(fields=["phone", "two_factor_enabled"])
-    if challenge.address != user.phone:  # the phone changed since: the code proved another one
-        raise CodeInvalid(
-            attempts_remaining=0, detail="The phone number changed since this code was sent."
-        )
-    if not user.two_factor_enabled:
-        with liveness.changing([user.pk]):
-            user.two_factor_enabled = True
-            user.save(update_fields=["two_factor_enabled"])
-            audit(Kind.TWO_FACTOR_ENABLED, user=user, request=request)
-    return user
-
-
-def two_factor_disable(*, user: User, request: HttpRequest | None) -> User:
-    """Turn two-factor sign-in off; the user is told by e-mail."""
-    if not user.two_factor_enabled:
+def profile_language_set(*, user: User, language: str) -> User:
+    """The language of ``user``'s security notices, as chosen with the cabinet's switch."""
+    if language not in dict(settings.LANGUAGES) or language == user.language:
         return user
     with liveness.changing([user.pk]):
-        user.two_factor_enabled = False
-        user.save(update_fields=["two_factor_enabled"])
-        audit(Kind.TWO_FACTOR_DISABLED, user=user, request=request)
-        if user.email:
-            outbox_email(to=user.email, template="two_factor_disabled", context={}, user=user)
+        user.language = language
+        user.save(update_fields=["language"])
     return user
 
 

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest
+from django.utils import translation
 
 from accounts import identifiers, liveness
 from accounts.devices import Device
@@ -22,6 +23,13 @@ from accounts.services.sign_in import SignIn, sign_in_continue, user_for_identif
 from platform_site.errors import ValidationFailed
 
 USERNAME_MAX_LENGTH = 150
+
+
+def language_of_request() -> str:
+    """The language the request is answered in (Accept-Language, or the cabinet's switch), if
+    the platform speaks it: the account keeps it for its security notices."""
+    language = (translation.get_language() or "").split("-")[0]
+    return language if language in dict(settings.LANGUAGES) else ""
 
 
 def _username_for(email: str) -> str:
@@ -55,6 +63,7 @@ def register(*, email: str, password: str, request: HttpRequest | None) -> Start
                     email=email,
                     email_canonical=identifiers.email_canonical(email),
                     kind=User.Kind.USER,
+                    language=language_of_request() if request is not None else "",
                 )
                 user.set_password(password)
                 user.save()

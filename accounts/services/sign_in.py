@@ -21,19 +21,33 @@ from accounts.errors import (
     AccountExpired,
     AccountLocked,
     BadCredentials,
+    CodeExpired,
+    CodeInvalid,
     CredentialsExpired,
     EmailNotConfirmed,
     StaffOnly,
     TwoFactorRequired,
 )
-from accounts.models import Challenge, Session, User
+from accounts.models import Challenge, Session, SignInGate, TwoFactorMethod, User
 from accounts.services.audit import Kind, audit
-from accounts.services.challenges import challenge_confirm, challenge_pending, challenge_start
+from accounts.services.authenticators import authenticator_confirmed
+from accounts.services.challenges import (
+    challenge_confirm,
+    challenge_open_totp,
+    challenge_pending,
+    challenge_start,
+)
 from accounts.services.lockout import gate_held, gate_key
+from accounts.services.notices import Notice, device_is_new, notice_send
+from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.sessions import session_start
 from accounts.services.tokens import TokenPair
 
 IdentifierKind = Literal["email", "username"]
+
+# Wrong codes in a row for an authenticator app's sign-ins (two challenges' worth) that lock the
+# account for ACCOUNTS_LOCKOUT_SECONDS: a password thief cannot try codes one sign-in after another.
+SECOND_FACTOR_FAILURES_BEFORE_LOCK = 10
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,14 @@ def credentials_check(
                     gate.locked_until = now + timedelta(seconds=settings.ACCOUNTS_LOCKOUT_SECONDS)
                     metrics.lockouts.inc()
                     audit(Kind.LOCKED, user=user, request=request, identifier=identifier)
+                    notice_send(
+                        Notice.ACCOUNT_LOCKED,
+                        user=user,
+                        request=request,
+                        at=now,
+                        until=gate.locked_until,
+                        decoy_address=identifier if kind == "email" else "",
+                    )
     # Decided under the gate, answered after its verdict is saved.
     if locked_until is not None:
         metrics.sign_ins.labels("locked").inc()
@@ -159,6 +181,21 @@ def sign_in_continue(
         raise CredentialsExpired()
     if user.two_factor_enabled and not two_factor_done:
         metrics.sign_ins.labels("two_factor_required").inc()
+        authenticator = (
+            authenticator_confirmed(user=user)
+            if user.two_factor_method == TwoFactorMethod.TOTP
+            else None
+        )
+        if authenticator is not None:
+            challenge = challenge_open_totp(
+                purpose=Challenge.Purpose.SIGN_IN,
+                user=user,
+                authenticator=authenticator,
+                device_key=device.key,
+            )
+            raise TwoFactorRequired(
+                request_id=str(challenge.pk), retry_after_seconds=None, confirm_method="TOTP"
+            )
         started = challenge_pending(purpose=Challenge.Purpose.SIGN_IN, user=user)
         if started is None:
             started = challenge_start(
@@ -170,7 +207,10 @@ def sign_in_continue(
         raise TwoFactorRequired(
             request_id=str(started.challenge.pk), retry_after_seconds=started.retry_after_seconds
         )
+    new_device = user.kind == User.Kind.USER and device_is_new(user=user, device=device, now=now)
     session, tokens = session_start(user=user, device=device)
+    if new_device:
+        notice_send(Notice.NEW_DEVICE_SIGN_IN, user=user, request=request, device=device, at=now)
     metrics.sign_ins.labels("success").inc()
     audit(Kind.SIGN_IN, user=user, request=request, session=str(session.pk))
     if request is not None:  # last_login, and django-axes' AccessLog
@@ -181,8 +221,81 @@ def sign_in_continue(
 def sign_in_two_factor_confirm(
     *, request_id: uuid.UUID, code: str, device: Device, request: HttpRequest | None
 ) -> SignIn:
-    """The second step of a sign-in with 2FA: the SMS code, then a session."""
-    user = challenge_confirm(
-        request_id=request_id, purpose=Challenge.Purpose.SIGN_IN, code=code
-    ).user
+    """The second step of a sign-in with 2FA: the SMS code, the authenticator app's code, or
+    one of the user's recovery codes (used up, and the user told by e-mail); then a session.
+
+    Wrong codes for an authenticator app count across its sign-ins: that many in a row lock the
+    account like wrong passwords (SECOND_FACTOR_FAILURES_BEFORE_LOCK).
+    """
+    try:
+        confirmed = challenge_confirm(
+            request_id=request_id,
+            purpose=Challenge.Purpose.SIGN_IN,
+            code=code,
+            device_key=device.key,
+            recovery_codes=True,
+        )
+    except CodeExpired:
+        raise
+    except CodeInvalid:
+        _second_factor_failed(request_id=request_id, device=device, request=request)
+        raise
+    user = confirmed.user
+    if confirmed.challenge.method == Challenge.Method.TOTP:
+        SignInGate.objects.filter(key=second_factor_gate_key(user)).delete()
+    if confirmed.by_recovery_code:
+        remaining = recovery_codes_remaining(user=user)
+        audit(Kind.RECOVERY_CODE_USED, user=user, request=request, remaining=remaining)
+        notice_send(
+            Notice.RECOVERY_CODE_USED,
+            user=user,
+            request=request,
+            device=device,
+            remaining=remaining,
+        )
     return sign_in_continue(user=user, device=device, request=request, two_factor_done=True)
+
+
+def second_factor_gate_key(user: User) -> str:
+    return f"second-factor:user:{user.pk}"
+
+
+def _second_factor_failed(
+    *, request_id: uuid.UUID, device: Device, request: HttpRequest | None
+) -> None:
+    """Count a wrong code for an authenticator app's sign-in; the last one allowed locks the
+    account's sign-in gate and closes its open sign-ins."""
+    challenge = (
+        Challenge.objects.select_related("user")
+        .filter(
+            pk=request_id,
+            purpose=Challenge.Purpose.SIGN_IN,
+            method=Challenge.Method.TOTP,
+            device_key=device.key,
+        )
+        .first()
+    )
+    if challenge is None or challenge.user is None:
+        return
+    user = challenge.user
+    with gate_held(key=second_factor_gate_key(user)) as counter:
+        counter.failures += 1
+        if counter.failures < SECOND_FACTOR_FAILURES_BEFORE_LOCK:
+            return
+        counter.failures = 0
+        now = timezone.now()
+        with gate_held(key=gate_key(user=user, kind="", identifier="")) as gate:
+            gate.locked_until = now + timedelta(seconds=settings.ACCOUNTS_LOCKOUT_SECONDS)
+        Challenge.objects.filter(
+            user=user, purpose=Challenge.Purpose.SIGN_IN, used_at__isnull=True
+        ).update(attempts_left=0)
+        metrics.lockouts.inc()
+        audit(Kind.LOCKED, user=user, request=request, cause="second_factor")
+        notice_send(
+            Notice.ACCOUNT_LOCKED,
+            user=user,
+            request=request,
+            device=device,
+            at=now,
+            until=gate.locked_until,
+        )

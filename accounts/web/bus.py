@@ -109,7 +109,7 @@ def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> H
         return _adapter_action_confirm(request, adapter_id, action)
 
     def rotate(owner: User, adapter: User) -> None:
-        password = adapter_password_rotate(adapter=adapter)
+        password = adapter_password_rotate(adapter=adapter, request=request)
         request.session[CREDENTIALS_KEY] = {"login": adapter.username, "password": password}
 
     def disable(owner: User, adapter: User) -> None:

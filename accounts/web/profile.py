@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
+from django.views.i18n import set_language
 
 from accounts.errors import (
     AttemptsExceeded,
@@ -18,11 +19,14 @@ from accounts.errors import (
     PhoneRequired,
     TwoFactorAlreadyEnabled,
 )
-from accounts.models import AuditEvent, Challenge
+from accounts.models import AuditEvent, Challenge, User
 from accounts.services.profile import (
+    profile_language_set,
     profile_update,
     session_revoke_own,
     sessions_live,
+)
+from accounts.services.two_factor import (
     two_factor_disable,
     two_factor_enable_confirm,
     two_factor_enable_start,
@@ -161,3 +165,15 @@ def session_revoke_page(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, _("That session is signed out."))
     return redirect("/settings/security")
+
+
+@require_POST
+def language_switch_page(request: HttpRequest) -> HttpResponse:
+    """The header's language switch (Django's set_language); a signed-in person's choice is kept
+    on the account too, for the security notices e-mailed to them."""
+    response = set_language(request)
+    language = request.POST.get("language", "")
+    user = request.user
+    if response.status_code == 302 and isinstance(user, User) and user.kind == User.Kind.USER:
+        profile_language_set(user=user, language=language)
+    return response

@@ -98,7 +98,12 @@ def start_enabling(tag: str) -> Pending:
         client=client,
         confirm_path="/api/users/two-factor-authentication/confirm",
         resend_path="/api/users/two-factor-authentication/resend",
-        succeeded=lambda r: r.status_code == 200 and r.json() == {"twoFactorEnabled": True},
+        succeeded=lambda r: (
+            r.status_code == 200
+            and list(r.json()) == ["twoFactorEnabled", "recoveryCodes"]
+            and r.json()["twoFactorEnabled"] is True
+            and len(r.json()["recoveryCodes"]) == 10
+        ),
     )
 
 

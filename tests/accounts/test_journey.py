@@ -53,7 +53,8 @@ def test_register_confirm_profile_two_factor_sign_in_and_password_changes(settin
         "/api/users/two-factor-authentication/confirm",
         {"requestId": enabling.json()["requestId"], "token": last_code("+4915123456789")},
     )
-    assert enabled.json() == {"twoFactorEnabled": True}
+    assert enabled.json()["twoFactorEnabled"] is True
+    assert len(enabled.json()["recoveryCodes"]) == 10
 
     assert (
         client.call(

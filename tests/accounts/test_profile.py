@@ -41,14 +41,15 @@ def test_a_confirmed_enabling_turns_two_factor_on_and_is_audited():
 
     response = pending.confirm(pending.code())
 
-    assert response.json() == {"twoFactorEnabled": True}
+    assert list(response.json()) == ["twoFactorEnabled", "recoveryCodes"]
+    assert response.json()["twoFactorEnabled"] is True
     user = User.objects.get(phone=PHONES["a"])
     assert user.two_factor_enabled
     assert AuditEvent.objects.filter(user=user, kind="TWO_FACTOR_ENABLED").count() == 1
     assert pending.client.call("get", "/api/users/me").json()["twoFactorEnabled"] is True
 
 
-def test_disabling_two_factor_turns_it_off_and_queues_an_email(django_capture_on_commit_callbacks):
+def test_disabling_two_factor_turns_it_off_and_queues_a_notice(django_capture_on_commit_callbacks):
     user = UserFactory.create(email="ada@example.com", phone=PHONES["a"], two_factor_enabled=True)
     client = ApiClient(device_id="browser")
     with django_capture_on_commit_callbacks(execute=True):
@@ -71,7 +72,7 @@ def test_disabling_two_factor_turns_it_off_and_queues_an_email(django_capture_on
     assert user.two_factor_enabled is False
     assert list(
         OutboxMessage.objects.filter(to="ada@example.com").values_list("template", flat=True)
-    ) == ["two_factor_disabled"]
+    ) == ["notice_two_factor_disabled"]
     assert AuditEvent.objects.filter(user=user, kind="TWO_FACTOR_DISABLED").count() == 1
     signed_in("ada@example.com")  # no 428 any more
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyotp
 import pytest
 from django.core import mail
 from django.core.management import call_command
@@ -44,18 +45,21 @@ from accounts.services.passwords import (
     password_reset_confirm,
     password_reset_request,
 )
-from accounts.services.profile import (
-    profile_update,
-    two_factor_disable,
-    two_factor_enable_confirm,
-    two_factor_enable_start,
-)
+from accounts.services.profile import profile_language_set, profile_update
 from accounts.services.registration import email_confirm, register
 from accounts.services.sessions import (
     session_delete,
     session_logout,
     session_revoke,
     sessions_revoke_for_user,
+)
+from accounts.services.two_factor import (
+    totp_enable_confirm,
+    totp_enable_start,
+    two_factor_disable,
+    two_factor_enable_confirm,
+    two_factor_enable_start,
+    two_factor_reset,
 )
 from tests.conftest import ApiClient
 from tests.factories import DEFAULT_PASSWORD
@@ -283,6 +287,24 @@ def disable_two_factor(w: World) -> tuple[list[int], Act]:
     return [w.owner.pk], lambda: two_factor_disable(user=w.owner, request=None)
 
 
+def enable_authenticator_app(w: World) -> tuple[list[int], Act]:
+    started = totp_enable_start(user=w.owner)
+    code = pyotp.TOTP(started.secret).now()
+    return [w.owner.pk], lambda: totp_enable_confirm(
+        user=w.owner, request_id=started.challenge.pk, code=code, request=None
+    )
+
+
+def reset_two_factor(w: World) -> tuple[list[int], Act]:
+    _, act = enable_authenticator_app(w)
+    act()
+    return [w.owner.pk], lambda: two_factor_reset(user=w.owner, actor=None)
+
+
+def switch_language(w: World) -> tuple[list[int], Act]:
+    return [w.owner.pk], lambda: profile_language_set(user=w.owner, language="ru")
+
+
 def confirm_email(w: World) -> tuple[list[int], Act]:
     started = register(email="new@example.com", password=NEW_PASSWORD, request=None)
     user = User.objects.get(email="new@example.com")
@@ -323,6 +345,9 @@ WRITERS: list[Writer] = [
     update_profile,
     enable_two_factor,
     disable_two_factor,
+    enable_authenticator_app,
+    reset_two_factor,
+    switch_language,
     confirm_email,
     seed_demo_again,
 ]

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
 from typing import Any
 
+import pyotp
 import pytest
 from django.utils import timezone
 from time_machine import TimeMachineFixture
@@ -135,6 +136,8 @@ class Replay:
         code = CODE.fullmatch(name)
         if code:
             return last_code(code.group(1))
+        if name == "code shown by the app":  # at the guide's clock, from the secret it showed
+            return pyotp.TOTP(self.values["secret"]).now()
         assert name in self.values, f"<{name}> is used before an answer showed it"
         return self.values[name]
 
@@ -349,7 +352,7 @@ def _a_minute_later_again(replay: Replay) -> Iterator[None]:
 @preparation("two-factor-disable")
 def _disabling_is_mailed(replay: Replay) -> Iterator[None]:
     yield
-    assert newest_template("ada@example.com") == "two_factor_disabled"
+    assert newest_template("ada@example.com") == "notice_two_factor_disabled"
 
 
 @preparation("sign-in-phone")
@@ -425,6 +428,53 @@ def _nineteen_more_on_two_endpoints(replay: Replay) -> Iterator[None]:
     yield
 
 
+@preparation("totp-start")
+def _a_minute_after_the_rate_limit(replay: Replay) -> Iterator[None]:
+    replay.later(60)
+    yield
+
+
+@preparation("totp-confirm")
+def _enabling_the_app_is_mailed(replay: Replay) -> Iterator[None]:
+    yield
+    assert newest_template("ada@example.com") == "notice_two_factor_enabled"
+
+
+@preparation("sign-in-totp-confirm")
+def _thirty_seconds_later(replay: Replay) -> Iterator[None]:
+    replay.later(30)
+    yield
+
+
+@preparation("sign-in-recovery-start")
+def _a_minute_after_the_app_sign_in(replay: Replay) -> Iterator[None]:
+    replay.later(60)
+    yield
+
+
+@preparation("sign-in-recovery")
+def _the_recovery_code_and_the_new_device_are_mailed(replay: Replay) -> Iterator[None]:
+    yield
+    notices = OutboxMessage.objects.filter(to="ada@example.com").order_by("-pk")[:2]
+    assert {message.template for message in notices} == {
+        "notice_recovery_code_used",
+        "notice_new_device_sign_in",
+    }
+
+
+@preparation("recovery-code-reused")
+def _signed_in_again_on_the_laptop(replay: Replay) -> Iterator[None]:
+    again = replay.client.call(
+        "post",
+        "/api/auth/login/email",
+        {"email": "ada@example.com", "password": "a-fourth-long-unusual-passphrase"},
+        HTTP_X_DEVICE_ID="borrowed-laptop",
+    )
+    assert again.status_code == 428, again.json()
+    replay.values["laptopRequestId"] = again.json()["requestId"]
+    yield
+
+
 @contextmanager
 def nothing(replay: Replay) -> Iterator[None]:
     yield
@@ -470,7 +520,7 @@ def test_the_guide_names_every_endpoint_of_a_cabinet_user():
         if "adapters" not in str(pattern.pattern)
     ]
 
-    assert len(routes) == 19
+    assert len(routes) == 22
     assert [route for route in routes if f"`{route}`" not in text] == []
     assert "[docs/users-api.md](docs/users-api.md)" in (ROOT / "README.md").read_text()
 

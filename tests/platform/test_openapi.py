@@ -81,8 +81,18 @@ CONTRACT = {
     ("delete", "/api/users/sessions/{session_id}"): {200, 400, 401, 403, 404, 429},
     ("patch", "/api/users/two-factor-authentication"): {200, 400, 401, 403, 409, 429},
     ("delete", "/api/users/two-factor-authentication"): {200, 400, 401, 403, 429},
-    ("post", "/api/users/two-factor-authentication/confirm"): {200, 400, 401, 403, 429},
+    ("post", "/api/users/two-factor-authentication/confirm"): {200, 400, 401, 403, 409, 429},
     ("post", "/api/users/two-factor-authentication/resend"): {200, 400, 401, 403, 404, 429},
+    ("post", "/api/users/two-factor-authentication/totp"): {200, 400, 401, 403, 429},
+    ("post", "/api/users/two-factor-authentication/totp/confirm"): {200, 400, 401, 403, 429},
+    ("post", "/api/users/two-factor-authentication/recovery-codes"): {
+        200,
+        400,
+        401,
+        403,
+        409,
+        429,
+    },
 }
 
 
@@ -239,6 +249,9 @@ OPERATION_TAGS = {
     "users_two_factor_disable": "two-factor",
     "users_two_factor_enable": "two-factor",
     "users_two_factor_resend": "two-factor",
+    "users_two_factor_recovery_codes": "two-factor",
+    "users_two_factor_totp": "two-factor",
+    "users_two_factor_totp_confirm": "two-factor",
 }
 COMPONENTS = {
     "AckInputRequest",
@@ -288,6 +301,13 @@ COMPONENTS = {
     "TokenPairOutput",
     "TwoFactorOutput",
     "UserDtoOutput",
+    # Second factors (issue 21).
+    "NullEnum",
+    "RecoveryCodesOutput",
+    "TotpConfirmInputRequest",
+    "TotpStartOutput",
+    "TwoFactorEnabledOutput",
+    "TwoFactorMethodEnum",
     "WhoAmIOutput",
 }
 BREAKING = (

@@ -343,6 +343,7 @@ PRODUCTION = {
     "DEBUG": "false",
     "SECRET_KEY": "x7Gq2yLk9vN4pR8sT1wZ5bC3dF6hJ0mQ-aE_uI2oY4tW8rV1nM6kL3jH9gB7fD5s",
     "JWT_SIGNING_KEY": "Zq8Wv3Ns6Tk1Ry4Pm7Lx0Hb5Gd2Fc9Ja-Eu_Io3Yt6Wr8Vn1Mk4Lj7Hg0Bf2Ds5Q",
+    "TOTP_ENCRYPTION_KEY": "5f0c3e9a7b214d8e9c6a1f2b3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6a",
     "ALLOWED_HOSTS": "platform.example.com",
     "DATABASE_URL": "postgresql://app@db.internal:5432/exchange",
     "REDIS_URL": "redis://cache.internal:6379/0",
@@ -392,6 +393,15 @@ def test_deploy_check_refuses_the_development_defaults():
     assert result.returncode == 1
     for check in ("platform.E001", "platform.E002", "platform.W001"):
         assert check in result.stderr
+
+
+def test_the_deploy_check_warns_when_the_second_factors_key_is_derived_from_secret_key():
+    without = {key: value for key, value in PRODUCTION.items() if key != "TOTP_ENCRYPTION_KEY"}
+
+    result = check_deploy(**without)
+
+    assert result.returncode == 1
+    assert "platform.W006" in result.stderr
 
 
 def test_start_up_stops_when_the_current_signing_key_is_also_listed_as_previous():

@@ -163,7 +163,8 @@ def test_registration_code_by_email_and_two_factor_code_by_sms(
             json={"requestId": enabling.json()["requestId"], "token": match.group(1)},
         )
         assert enabled.status_code == 200, enabled.text
-        assert enabled.json() == {"twoFactorEnabled": True}
+        assert enabled.json()["twoFactorEnabled"] is True
+        assert len(enabled.json()["recoveryCodes"]) == 10
 
 
 def test_a_code_queued_while_the_broker_is_down_arrives_once_it_is_back(

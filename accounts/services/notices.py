@@ -1,0 +1,221 @@
+"""Security notices: the e-mails that tell a person something happened to their account
+(docs/users-api.md, "Security notices").
+
+Each says what happened, when (in UTC, said so), from where (the device and IP address of the
+request that did it) and what to do if it was not them; in the person's language (the account's
+``language``, else the request's). They leave through the outbox like every e-mail. Only cabinet
+users with an address get them: an adapter's own events notify nobody, except its new password,
+of which its owner is told.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from django.utils import timezone, translation
+from django.utils.translation import gettext_lazy as _
+
+from accounts.devices import Device, client_ip
+from accounts.models import OutboxMessage, Session, User
+from accounts.services.outbox import outbox_email
+from accounts.user_agents import user_agent_describe
+from platform_site.timestamps import utc_display
+
+# A sign-in from a device without a session used in this many days is announced.
+NEW_DEVICE_DAYS = 30
+
+
+class Notice(StrEnum):
+    NEW_DEVICE_SIGN_IN = "new_device_sign_in"
+    PASSWORD_CHANGED = "password_changed"  # noqa: S105 (a notice's name)
+    PASSWORD_RESET = "password_reset"  # noqa: S105 (a notice's name)
+    ACCOUNT_LOCKED = "account_locked"
+    TWO_FACTOR_ENABLED = "two_factor_enabled"
+    TWO_FACTOR_CHANGED = "two_factor_changed"
+    TWO_FACTOR_DISABLED = "two_factor_disabled"
+    TWO_FACTOR_RESET = "two_factor_reset"
+    RECOVERY_CODE_USED = "recovery_code_used"
+    RECOVERY_CODES_REPLACED = "recovery_codes_replaced"
+    ADAPTER_PASSWORD_ROTATED = "adapter_password_rotated"  # noqa: S105 (a notice's name)
+
+
+# What happened, as the subject and as the first sentence.
+SUBJECTS: dict[Notice, Any] = {
+    Notice.NEW_DEVICE_SIGN_IN: _("New sign-in to your account"),
+    Notice.PASSWORD_CHANGED: _("Your password was changed"),
+    Notice.PASSWORD_RESET: _("Your password was reset"),
+    Notice.ACCOUNT_LOCKED: _("Your account is locked"),
+    Notice.TWO_FACTOR_ENABLED: _("Two-factor sign-in was turned on"),
+    Notice.TWO_FACTOR_CHANGED: _("Your second factor was changed"),
+    Notice.TWO_FACTOR_DISABLED: _("Two-factor sign-in was turned off"),
+    Notice.TWO_FACTOR_RESET: _("An administrator reset your two-factor sign-in"),
+    Notice.RECOVERY_CODE_USED: _("A recovery code was used"),
+    Notice.RECOVERY_CODES_REPLACED: _("You have new recovery codes"),
+    Notice.ADAPTER_PASSWORD_ROTATED: _("An adapter got a new password"),
+}
+HEADLINES: dict[Notice, Any] = {
+    Notice.NEW_DEVICE_SIGN_IN: _(
+        "Your account was signed into from a device that has not been used with it in the "
+        "last 30 days."
+    ),
+    Notice.PASSWORD_CHANGED: _(
+        "The password of your account was changed. Every session was signed out."
+    ),
+    Notice.PASSWORD_RESET: _(
+        "The password of your account was reset with a code sent to this address. Every "
+        "session was signed out."
+    ),
+    Notice.ACCOUNT_LOCKED: _(
+        "Your account is locked until %(until)s after too many wrong passwords or codes in a row."
+    ),
+    Notice.TWO_FACTOR_ENABLED: _(
+        "Two-factor sign-in was turned on for your account: signing in now also asks for "
+        "%(method)s."
+    ),
+    Notice.TWO_FACTOR_CHANGED: _(
+        "The second factor of your account was changed: signing in now asks for %(method)s."
+    ),
+    Notice.TWO_FACTOR_DISABLED: _(
+        "Two-factor sign-in was turned off for your account. Signing in now needs only your "
+        "password."
+    ),
+    Notice.TWO_FACTOR_RESET: _(
+        "An administrator turned two-factor sign-in off for your account, with its recovery "
+        "codes. Signing in now needs only your password."
+    ),
+    Notice.RECOVERY_CODE_USED: _(
+        "A recovery code was used to sign in to your account. Recovery codes left: %(remaining)s."
+    ),
+    Notice.RECOVERY_CODES_REPLACED: _(
+        "New recovery codes were made for your account; the old ones no longer work."
+    ),
+    Notice.ADAPTER_PASSWORD_ROTATED: _(
+        "Your adapter %(adapter)s got a new password. The old one, and every session signed "
+        "in with it, no longer work."
+    ),
+}
+METHODS: dict[str, Any] = {
+    "SMS": _("a code sent by SMS"),
+    "TOTP": _("a code from your authenticator app"),
+}
+ADVICE = _(
+    "If this was not you, reset your password at once and check the sessions and the "
+    "two-factor sign-in on the Security page; if you cannot sign in, contact your administrator."
+)
+ADVICE_LOCKED = _(
+    "If these attempts were not yours, someone may know your password: once the lock ends, or "
+    "right away by resetting it, choose a new password."
+)
+
+
+def device_is_new(*, user: User, device: Device, now: datetime) -> bool:
+    """A device the account has not used in NEW_DEVICE_DAYS, for an account that has signed in
+    before (a first sign-in is no news)."""
+    sessions = Session.objects.filter(user=user)
+    if not sessions.exists():
+        return False
+    recently = now - timedelta(days=NEW_DEVICE_DAYS)
+    return not sessions.filter(device_key=device.key, last_used_at__gte=recently).exists()
+
+
+def _origin(request: HttpRequest | None, device: Device | None) -> tuple[str, str]:
+    """The device (as its User-Agent names it) and IP address a notice names."""
+    if device is not None:
+        user_agent, device_id, ip = device.user_agent, device.device_id, device.ip
+    elif request is not None:
+        user_agent = request.META.get("HTTP_USER_AGENT", "")[:512]
+        device_id = request.META.get("HTTP_X_DEVICE_ID", "")[:128]
+        ip = client_ip(request)
+    else:
+        return str(_("the platform's administration")), "-"
+    client = user_agent_describe(user_agent)
+    named = " · ".join(part for part in (client.browser, client.system, client.device) if part)
+    if device_id:
+        named = f"{named} ({device_id})" if named else device_id
+    return named or str(_("an unnamed device")), ip or "-"
+
+
+def notice_send(
+    kind: Notice,
+    *,
+    user: User | None,
+    request: HttpRequest | None = None,
+    device: Device | None = None,
+    at: datetime | None = None,
+    decoy_address: str = "",
+    **details: Any,
+) -> OutboxMessage | None:
+    """Queue ``kind``'s notice to ``user`` (None when they have no address to tell). ``details``
+    fill the sentence: ``until``, ``method``, ``remaining``, ``adapter``. Without a request or
+    device the notice says the administration did it.
+
+    ``user`` None with a ``decoy_address`` (a lock of an unknown e-mail address) writes the
+    notice all the same, for nobody: the outbox skips it, and the request did the work a real
+    account's would (docs/sessions.md, "Signing in").
+    """
+    if user is None:
+        if not decoy_address:
+            return None
+        return _queue(
+            kind,
+            to=decoy_address,
+            user=None,
+            language="",
+            request=request,
+            device=device,
+            at=at,
+            details=details,
+        )
+    if user.kind != User.Kind.USER or not user.email:
+        return None
+    return _queue(
+        kind,
+        to=user.email,
+        user=user,
+        language=user.language,
+        request=request,
+        device=device,
+        at=at,
+        details=details,
+    )
+
+
+def _queue(
+    kind: Notice,
+    *,
+    to: str,
+    user: User | None,
+    language: str,
+    request: HttpRequest | None,
+    device: Device | None,
+    at: datetime | None,
+    details: dict[str, Any],
+) -> OutboxMessage:
+    language = language or translation.get_language() or settings.LANGUAGE_CODE
+    with translation.override(language):
+        where, ip = _origin(request, device)
+        values = dict(details)
+        if "method" in values:
+            values["method"] = str(METHODS[values["method"]])
+        if "until" in values:
+            values["until"] = utc_display(values["until"])
+        context = {
+            "subject": str(SUBJECTS[kind]),
+            "headline": str(HEADLINES[kind]) % values,
+            "when": utc_display(at or timezone.now()),
+            "where": where,
+            "ip": ip,
+            "advice": str(ADVICE_LOCKED if kind == Notice.ACCOUNT_LOCKED else ADVICE),
+        }
+        return outbox_email(
+            to=to,
+            template="security_notice",
+            context=context,
+            user=user,
+            requires_account=user is None,
+            label=f"notice_{kind.value}",
+        )

@@ -1,0 +1,201 @@
+"""Two-factor sign-in: turning a second factor on (an SMS code to the profile's phone, or an
+authenticator app), off, and the recovery codes that come with it (docs/sessions.md, "Second
+factors").
+
+One factor at a time: ``two_factor_enabled`` says whether one is on, ``two_factor_method`` which.
+Turning one on (or an app replacing the factor) makes a new set of recovery codes, shown once;
+every change is audited and the person told by e-mail.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.http import HttpRequest
+from django.utils import timezone
+
+from accounts import liveness
+from accounts.errors import (
+    CodeInvalid,
+    PhoneRequired,
+    TwoFactorAlreadyEnabled,
+    TwoFactorNotEnabled,
+)
+from accounts.models import Authenticator, Challenge, RecoveryCode, TwoFactorMethod, User
+from accounts.services.audit import Kind, audit
+from accounts.services.authenticators import authenticator_create, otpauth_uri
+from accounts.services.challenges import (
+    Started,
+    challenge_confirm,
+    challenge_open_totp,
+    challenge_pending,
+    challenge_start,
+)
+from accounts.services.notices import Notice, notice_send
+from accounts.services.recovery_codes import recovery_codes_replace
+
+
+@dataclass(frozen=True)
+class Enabled:
+    """A second factor turned on, and its recovery codes (shown only here)."""
+
+    user: User
+    recovery_codes: list[str]
+
+
+@dataclass(frozen=True)
+class TotpStarted:
+    """An authenticator app to add: its secret and otpauth URI, shown only here."""
+
+    challenge: Challenge
+    secret: str
+    otpauth_uri: str
+
+
+def two_factor_enable_start(*, user: User) -> Started:
+    """An SMS code to the profile's phone; confirming it turns two-factor sign-in on."""
+    if user.two_factor_enabled:
+        raise TwoFactorAlreadyEnabled()
+    if not user.phone:
+        raise PhoneRequired()
+    pending = challenge_pending(purpose=Challenge.Purpose.ENABLE_TWO_FACTOR, user=user)
+    if pending is not None and pending.challenge.address == user.phone:
+        return pending
+    return challenge_start(
+        purpose=Challenge.Purpose.ENABLE_TWO_FACTOR, user=user, address=user.phone
+    )
+
+
+def two_factor_enable_confirm(
+    *, user: User, request_id: uuid.UUID, code: str, request: HttpRequest | None
+) -> Enabled:
+    challenge = challenge_confirm(
+        request_id=request_id,
+        purpose=Challenge.Purpose.ENABLE_TWO_FACTOR,
+        code=code,
+        user=user,
+    ).challenge
+    user.refresh_from_db(fields=["phone", "two_factor_enabled"])
+    if challenge.address != user.phone:  # the phone changed since: the code proved another one
+        raise CodeInvalid(
+            attempts_remaining=0, detail="The phone number changed since this code was sent."
+        )
+    return _turn_on(user=user, method=TwoFactorMethod.SMS, request=request)
+
+
+def totp_enable_start(*, user: User) -> TotpStarted:
+    """A new authenticator app for ``user``: a secret to put into the app, and a challenge that
+    the app's first code confirms. An app being added before and not confirmed is dropped; a
+    confirmed one stays the factor until the new one is confirmed."""
+    with transaction.atomic():
+        Authenticator.objects.filter(user=user, confirmed_at__isnull=True).delete()
+        authenticator, secret = authenticator_create(user=user)
+        challenge = challenge_open_totp(
+            purpose=Challenge.Purpose.ENABLE_TOTP, user=user, authenticator=authenticator
+        )
+    return TotpStarted(
+        challenge=challenge, secret=secret, otpauth_uri=otpauth_uri(user=user, secret=secret)
+    )
+
+
+def totp_enable_confirm(
+    *, user: User, request_id: uuid.UUID, code: str, request: HttpRequest | None
+) -> Enabled:
+    """The app's first code makes it the account's second factor, in place of the SMS code or
+    of another app."""
+    challenge = challenge_confirm(
+        request_id=request_id, purpose=Challenge.Purpose.ENABLE_TOTP, code=code, user=user
+    ).challenge
+    assert challenge.authenticator_id is not None  # noqa: S101 (a TOTP challenge has one)
+    return _turn_on(
+        user=user,
+        method=TwoFactorMethod.TOTP,
+        request=request,
+        authenticator_id=challenge.authenticator_id,
+    )
+
+
+@transaction.atomic
+def _turn_on(
+    *,
+    user: User,
+    method: TwoFactorMethod,
+    request: HttpRequest | None,
+    authenticator_id: uuid.UUID | None = None,
+) -> Enabled:
+    # The user's row, locked: two factors confirmed at once take turns, and the second finds
+    # the state the first left.
+    locked = User.objects.select_for_update().get(pk=user.pk)
+    was_on = locked.two_factor_enabled
+    if was_on and method == TwoFactorMethod.SMS:
+        raise TwoFactorAlreadyEnabled()
+    with liveness.changing([user.pk]):
+        # The factor this one replaces goes first: a user has one confirmed app at most.
+        replaced = Authenticator.objects.filter(user=user)
+        if authenticator_id is not None:
+            replaced = replaced.exclude(pk=authenticator_id)
+        replaced.delete()
+        if authenticator_id is not None:
+            confirmed = Authenticator.objects.filter(pk=authenticator_id, user=user).update(
+                confirmed_at=timezone.now()
+            )
+            if not confirmed:  # another app was added and confirmed meanwhile
+                raise CodeInvalid(
+                    attempts_remaining=0, detail="Another authenticator app replaced this one."
+                )
+        user.two_factor_enabled, user.two_factor_method = True, method
+        user.save(update_fields=["two_factor_enabled", "two_factor_method"])
+        codes = recovery_codes_replace(user=user)
+        audit(Kind.TWO_FACTOR_ENABLED, user=user, request=request, method=method.value)
+        notice_send(
+            Notice.TWO_FACTOR_CHANGED if was_on else Notice.TWO_FACTOR_ENABLED,
+            user=user,
+            request=request,
+            method=method.value,
+        )
+    return Enabled(user=user, recovery_codes=codes)
+
+
+def _turn_off(user: User) -> None:
+    Authenticator.objects.filter(user=user).delete()
+    RecoveryCode.objects.filter(user=user).delete()
+    user.two_factor_enabled, user.two_factor_method = False, TwoFactorMethod.SMS
+    user.save(update_fields=["two_factor_enabled", "two_factor_method"])
+
+
+@transaction.atomic
+def two_factor_disable(*, user: User, request: HttpRequest | None) -> User:
+    """Turn off whichever second factor is on, with its recovery codes; the user is told by
+    e-mail."""
+    if not user.two_factor_enabled:
+        return user
+    with liveness.changing([user.pk]):
+        _turn_off(user)
+        audit(Kind.TWO_FACTOR_DISABLED, user=user, request=request)
+        notice_send(Notice.TWO_FACTOR_DISABLED, user=user, request=request)
+    return user
+
+
+@transaction.atomic
+def two_factor_reset(*, user: User, actor: User | None) -> User:
+    """An administrator's help for a person who lost the second factor and the recovery codes:
+    two-factor sign-in off, audited with the administrator, the person told by e-mail."""
+    with liveness.changing([user.pk]):
+        was_on = user.two_factor_enabled
+        _turn_off(user)
+        audit(Kind.TWO_FACTOR_RESET, user=user, actor=actor, was_on=was_on)
+        notice_send(Notice.TWO_FACTOR_RESET, user=user)
+    return user
+
+
+@transaction.atomic
+def recovery_codes_regenerate(*, user: User, request: HttpRequest | None) -> list[str]:
+    """A new set of recovery codes, shown once; the old set stops working."""
+    if not user.two_factor_enabled:
+        raise TwoFactorNotEnabled()
+    codes = recovery_codes_replace(user=user)
+    audit(Kind.RECOVERY_CODES_GENERATED, user=user, request=request)
+    notice_send(Notice.RECOVERY_CODES_REPLACED, user=user, request=request)
+    return codes
