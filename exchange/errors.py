@@ -1,6 +1,6 @@
 """The exchange domain's errors, each with a stable code."""
 
-from platform_site.errors import ApplicationError, RateLimited
+from platform_site.errors import ApplicationError, RateLimited, ServiceUnavailable
 
 
 class SendNotAllowed(ApplicationError):
@@ -15,6 +15,13 @@ class IdempotencyKeyReused(ApplicationError):
     status = 409
     code = "IDEMPOTENCY_KEY_REUSED"
     default_detail = "This Idempotency-Key was used for a different message."
+
+
+class SendInterrupted(ServiceUnavailable):
+    """A message's idempotency key kept changing hands while it was sent (forgotten, claimed
+    again): rare enough that the sender simply retries."""
+
+    default_detail = "The message's idempotency key changed hands while it was sent; send again."
 
 
 class MessageNotFound(ApplicationError):

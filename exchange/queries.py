@@ -185,43 +185,54 @@ WHERE id = ANY(string_to_array(%(recipients)s, ',')::bigint[])
   ))
 """
 
-# A send: one statement for any number of messages (a batch of up to 100, or one), which arrive
-# as one JSON array of {"id", "to", "type", "payload", "headers"}: services.messages writes each
-# payload out anyway to measure it, and one text parameter costs less than five arrays of 100.
-# Rows are inserted in the order given, so each recipient's messages take their seq, their place
-# in the queue, in that order.
+# A send: one statement for any number of messages (a batch of up to 100, or one), atomic by itself
+# (exchange/services/messages.py). They arrive as one JSON array of {"id", "to", "type",
+# "payload", "headers"} with "key" and "hash" for a message with an idempotency key: services
+# .messages writes each payload out anyway to measure it, and one text parameter costs less than
+# arrays of 100. The keys are claimed first (in the keys' order, so two batches that share keys
+# wait on each other rather than deadlock; a key another transaction holds makes this one wait
+# until that commits, then DO NOTHING, or rolls back, then it is claimed here). Only messages
+# without a key or whose key was claimed are inserted, in the order given, so each recipient's
+# messages take their seq, their place in the queue, in that order. The answer: the keys claimed.
+# The long polls of the recipients are notified when the statement commits.
 SEND = """
-INSERT INTO exchange_message (
-    message_id, recipient_id, sender_id, type, payload, headers, receive_count
+WITH incoming AS (
+    SELECT (message ->> 'id')::uuid AS message_id, (message ->> 'to')::bigint AS recipient_id,
+           message ->> 'type' AS type, message -> 'payload' AS payload,
+           message -> 'headers' AS headers, message ->> 'key' AS key,
+           message ->> 'hash' AS body_hash, position
+    FROM jsonb_array_elements(%(messages)s::jsonb) WITH ORDINALITY AS sent (message, position)
+),
+claimed AS (
+    INSERT INTO exchange_idempotencykey (sender_id, key, message_id, body_hash, created_at)
+    SELECT %(sender)s, key, message_id, body_hash, statement_timestamp()
+    FROM incoming
+    WHERE key IS NOT NULL
+    ORDER BY key
+    ON CONFLICT (sender_id, key) DO NOTHING
+    RETURNING key
+),
+queued AS (
+    INSERT INTO exchange_message (
+        message_id, recipient_id, sender_id, type, payload, headers, receive_count
+    )
+    SELECT message_id, recipient_id, %(sender)s, type, payload, headers, 0
+    FROM incoming
+    WHERE key IS NULL OR key IN (SELECT key FROM claimed)
+    ORDER BY position
+    RETURNING recipient_id
+),
+woken AS (
+    SELECT pg_notify('exchange_message', recipient_id::text)
+    FROM (SELECT DISTINCT recipient_id FROM queued) AS recipients
 )
-SELECT (message ->> 'id')::uuid, (message ->> 'to')::bigint, %(sender)s, message ->> 'type',
-       message -> 'payload', message -> 'headers', 0
-FROM jsonb_array_elements(%(messages)s::jsonb) WITH ORDINALITY AS sent (message, position)
-ORDER BY position
-"""
-
-# Idempotency keys of a send, claimed for their messages. A key another transaction holds makes
-# this one wait until that commits (then DO NOTHING: the key is not returned) or rolls back (then
-# it is claimed here). Claimed in the order of the keys, so two batches that share keys wait on
-# each other instead of deadlocking.
-KEYS_CLAIM = """
-INSERT INTO exchange_idempotencykey (sender_id, key, message_id, body_hash, created_at)
-SELECT %(sender)s, key, message_id, body_hash, statement_timestamp()
-FROM unnest(%(keys)s::text[], %(ids)s::uuid[], %(hashes)s::text[])
-    AS claimed (key, message_id, body_hash)
-ORDER BY key
-ON CONFLICT (sender_id, key) DO NOTHING
-RETURNING key
-"""
-
-# Keys claimed for messages that were refused after all (their queue was full): a later send
-# with the key is a new message.
-KEYS_RELEASE = """
-DELETE FROM exchange_idempotencykey WHERE sender_id = %(sender)s AND key = ANY(%(keys)s::text[])
+SELECT key FROM claimed
+UNION ALL
+SELECT NULL FROM woken
 """
 
 # Wakes the long polls waiting for these recipients (exchange/wakeups.py) when the transaction
-# commits.
+# commits (a redrive's; a send notifies in its own statement).
 NOTIFY_CHANNEL = "exchange_message"
 NOTIFY = """
 SELECT pg_notify('exchange_message', recipient::text)

@@ -17,17 +17,17 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
 from accounts.models import User
 from exchange import metrics, queries
-from exchange.errors import IdempotencyKeyReused, QueueFull, SendNotAllowed
+from exchange.errors import IdempotencyKeyReused, QueueFull, SendInterrupted, SendNotAllowed
 from exchange.models import IdempotencyKey
 from exchange.selectors import recipients_reachable
-from exchange.services.queues import queue_admit
+from exchange.services.queues import queue_admit, queue_release
 from exchange.wakeups import FALLBACK_POLL_SECONDS, wakeups
 from platform_site.database import prepared_cursor
 from platform_site.errors import ApplicationError, PayloadTooLarge
@@ -136,8 +136,8 @@ def messages_send(*, sender: User, messages: Sequence[Outgoing]) -> list[Sent | 
     An idempotency key replayed with the same message gives the first message's id
     (``duplicate``), also after it was delivered, and with a different message
     IdempotencyKeyReused. Within one call, a key's later messages have the outcome of its first.
-    Whatever the number of messages, a call costs at most seven statements in one transaction
-    (tests/exchange/test_batch_send.py counts them).
+    Whatever the number of messages, a call costs at most five statements, none in a transaction
+    of its own making (tests/exchange/test_batch_send.py counts them).
     """
     sending = _Sending(sender, messages)
     sending.match_keys()
@@ -205,82 +205,87 @@ class _Sending:
                 self.failed[position] = SendNotAllowed()
 
     def queue(self) -> None:
-        """In one transaction: the keys claimed, the places in the queues taken, the rows
-        inserted, and the long polls woken when it commits."""
-        pending = self.pending()
-        if not pending:
-            return
-        self.ids = {position: uuid.uuid4() for position in pending}
-        with transaction.atomic(), prepared_cursor() as cursor:
-            self._claim_keys(cursor)
-            # After the keys: a replay of a message already queued is a duplicate, even when full.
-            self._take_places()
-            refused = [
-                key
-                for position, error in self.failed.items()
-                if isinstance(error, QueueFull)
-                and (key := self.messages[position].idempotency_key) is not None
-            ]
-            if refused:
-                cursor.execute(queries.KEYS_RELEASE, {"sender": self.sender.pk, "keys": refused})
-            queued = self.pending()
-            if not queued:
-                return
-            rows = ",".join(
-                f'{{"id":"{self.ids[position]}","to":{self.messages[position].to},'
-                f'"type":{_json(self.messages[position].type)},'
-                f'"payload":{self.payloads[position]},'
-                f'"headers":{_json(self.messages[position].headers)}}}'
-                for position in queued
-            )
-            cursor.execute(queries.SEND, {"sender": self.sender.pk, "messages": f"[{rows}]"})
-            recipients = sorted({self.messages[position].to for position in queued})
-            cursor.execute(queries.NOTIFY, {"recipients": recipients})
-        for position in queued:
-            self.sent[position] = Sent(message_id=self.ids[position], duplicate=False)
-        metrics.sent.inc(len(queued))
+        """Take the pending messages' places in their queues, then in one statement claim their
+        keys, insert the rows of those whose key it claimed (or that have none) and wake the long
+        polls: an autocommit statement, atomic by itself, with no transaction around it.
 
-    def _claim_keys(self, cursor: Any) -> None:
-        """Claim the pending messages' keys for them; a message whose key was claimed before is
-        a duplicate of that message, or IdempotencyKeyReused."""
-        positions = {
-            key: position
-            for position in self.pending()
-            if (key := self.messages[position].idempotency_key) is not None
-        }
-        if not positions:
-            return
-        cursor.execute(
-            queries.KEYS_CLAIM,
-            {
-                "sender": self.sender.pk,
-                "keys": list(positions),
-                "ids": [self.ids[position] for position in positions.values()],
-                "hashes": [self.hashes[position] for position in positions.values()],
-            },
+        A message whose key was claimed before is a duplicate of that message (even when its
+        queue is full) or IdempotencyKeyReused, and gives its place back. A key that vanished
+        between the claim and its lookup (forgotten after 24 hours at that moment) leaves its
+        message pending: it is sent again, as new.
+        """
+        for attempt in range(3):
+            pending = self.pending()
+            if not pending:
+                return
+            places = queue_admit(Counter(self.messages[position].to for position in pending))
+            admitted = []
+            for position in pending:
+                recipient = self.messages[position].to
+                if places[recipient]:
+                    places[recipient] -= 1
+                    admitted.append(position)
+                else:
+                    self.failed[position] = QueueFull()
+            self._replays([p for p in pending if p not in admitted and self._key(p) is not None])
+            freed = self._insert(admitted) if admitted else set()
+            if attempt < 2:
+                # Replays gave their places back: what a full queue refused may fit in them.
+                for position, error in list(self.failed.items()):
+                    if isinstance(error, QueueFull) and self.messages[position].to in freed:
+                        del self.failed[position]
+        for position in self.pending():
+            self.failed[position] = SendInterrupted()
+
+    def _key(self, position: int) -> str | None:
+        return self.messages[position].idempotency_key
+
+    def _insert(self, positions: list[int]) -> set[int]:
+        """Queue the messages at ``positions``; the recipients whose places some gave back
+        (replays of a key claimed before)."""
+        ids = {position: uuid.uuid4() for position in positions}
+        rows = ",".join(self._row(position, ids[position]) for position in positions)
+        with prepared_cursor() as cursor:
+            cursor.execute(queries.SEND, {"sender": self.sender.pk, "messages": f"[{rows}]"})
+            claimed = {row[0] for row in cursor.fetchall()}
+        queued = [p for p in positions if self._key(p) is None or self._key(p) in claimed]
+        for position in queued:
+            self.sent[position] = Sent(message_id=ids[position], duplicate=False)
+        metrics.sent.inc(len(queued))
+        replays = [p for p in positions if p not in self.sent]
+        if not replays:
+            return set()
+        freed = Counter(self.messages[position].to for position in replays)
+        queue_release(freed)
+        self._replays(replays)
+        return set(freed)
+
+    def _row(self, position: int, message_id: uuid.UUID) -> str:
+        """The message at ``position`` as an element of queries.SEND's JSON array."""
+        message = self.messages[position]
+        row = (
+            f'{{"id":"{message_id}","to":{message.to},"type":{_json(message.type)},'
+            f'"payload":{self.payloads[position]},"headers":{_json(message.headers)}'
         )
-        claimed = {row[0] for row in cursor.fetchall()}
-        known = [key for key in positions if key not in claimed]
-        if not known:
+        if message.idempotency_key is not None:
+            row += f',"key":{_json(message.idempotency_key)},"hash":"{self.hashes[position]}"'
+        return row + "}"
+
+    def _replays(self, positions: list[int]) -> None:
+        """Messages whose key was claimed before: a duplicate of the key's message, or
+        IdempotencyKeyReused. A key not found leaves its message as it was."""
+        keys = {cast(str, self._key(position)): position for position in positions}
+        if not keys:
             return
         for key, message_id, body_hash in IdempotencyKey.objects.filter(
-            sender=self.sender, key__in=known
+            sender=self.sender, key__in=list(keys)
         ).values_list("key", "message_id", "body_hash"):
-            position = positions[key]
+            position = keys[key]
+            self.failed.pop(position, None)
             if body_hash == self.hashes[position]:
                 self.sent[position] = Sent(message_id=message_id, duplicate=True)
             else:
                 self.failed[position] = IdempotencyKeyReused()
-
-    def _take_places(self) -> None:
-        pending = self.pending()
-        places = queue_admit(Counter(self.messages[position].to for position in pending))
-        for position in pending:
-            recipient = self.messages[position].to
-            if places[recipient]:
-                places[recipient] -= 1
-            else:
-                self.failed[position] = QueueFull()
 
     def outcomes(self) -> list[Sent | ApplicationError]:
         for position, first in self.repeats.items():

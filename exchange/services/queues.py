@@ -81,6 +81,13 @@ def queue_admit(counts: Mapping[int, int]) -> dict[int, int]:
     return admitted
 
 
+def queue_release(counts: Mapping[int, int]) -> None:
+    """Give back places queue_admit took for messages that were not queued after all."""
+    for recipient, count in counts.items():
+        with contextlib.suppress(ValueError):
+            cache.decr(_depth_key(recipient), count)
+
+
 def queue_purge(*, adapter: User, actor: User) -> int:
     """Delete every message waiting for ``adapter`` (leased ones too; dead letters stay), in
     batches; how many. Audited, with ``actor`` (its owner) as the one who purged."""
