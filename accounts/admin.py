@@ -35,6 +35,7 @@ from accounts.services.adapters import adapter_password_rotate
 from accounts.services.lockout import gate_of
 from accounts.services.passwords import password_set_by_administrator
 from accounts.services.sessions import session_delete
+from accounts.services.two_factor import two_factor_reset
 
 # What an action did to how many accounts, in the administrator's language.
 ACCOUNTS_UNLOCKED = ngettext_lazy(
@@ -101,6 +102,7 @@ class UserAdmin(DjangoUserAdmin[User]):
         "is_staff",
         "email_confirmed",
         "two_factor_enabled",
+        "two_factor_method",
         "reset_password_required",
     )
     search_fields = ("username", "email", "first_name", "last_name", "phone")
@@ -109,7 +111,7 @@ class UserAdmin(DjangoUserAdmin[User]):
     ordering = ("username",)
     fieldsets = (
         (None, {"fields": ("username", "password", "kind", "owner")}),
-        ("Profile", {"fields": ("email", "first_name", "last_name", "phone")}),
+        ("Profile", {"fields": ("email", "first_name", "last_name", "phone", "language")}),
         (
             "Security",
             {
@@ -118,6 +120,7 @@ class UserAdmin(DjangoUserAdmin[User]):
                     "is_active",
                     "email_confirmed",
                     "two_factor_enabled",
+                    "two_factor_method",
                     "reset_password_required",
                     "account_expires_at",
                     "credentials_expire_at",
@@ -128,7 +131,15 @@ class UserAdmin(DjangoUserAdmin[User]):
         ("Administration", {"fields": ("is_staff", "is_superuser", "groups", "user_permissions")}),
         ("Dates", {"fields": ("last_login", "date_joined")}),
     )
-    readonly_fields = ("sign_in_lock", "password_changed_at", "last_login", "date_joined")
+    # The second factor changes through its services only (the person's, or the reset action).
+    readonly_fields = (
+        "sign_in_lock",
+        "two_factor_enabled",
+        "two_factor_method",
+        "password_changed_at",
+        "last_login",
+        "date_joined",
+    )
     actions = [
         "require_password_change",
         "revoke_sessions",
@@ -138,6 +149,7 @@ class UserAdmin(DjangoUserAdmin[User]):
         "expire_credentials",
         "expire_account",
         "rotate_adapter_password",
+        "reset_two_factor",
     ]
 
     @admin.display(description="Sign-in lock")
@@ -252,6 +264,24 @@ class UserAdmin(DjangoUserAdmin[User]):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
             account_delete(user=user)
+
+    @admin.action(
+        description="Reset two-factor (second factor and recovery codes off; the person is told)"
+    )
+    def reset_two_factor(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        users = queryset.filter(kind=User.Kind.USER)
+        for user in users:
+            two_factor_reset(user=user, actor=_actor(request))
+        count = users.count()
+        self.message_user(
+            request,
+            ngettext(
+                "Two-factor sign-in of %(count)s user is reset.",
+                "Two-factor sign-in of %(count)s users is reset.",
+                count,
+            )
+            % {"count": count},
+        )
 
     @admin.action(description="Rotate adapter password (shown once, here)")
     def rotate_adapter_password(self, request: HttpRequest, queryset: QuerySet[User]) -> None:

@@ -23,6 +23,7 @@ from accounts.errors import (
     TwoFactorAlreadyEnabled,
     TwoFactorNotEnabled,
 )
+from accounts.factor_secrets import SecretUnreadable, secret_decrypt
 from accounts.models import Authenticator, Challenge, RecoveryCode, TwoFactorMethod, User
 from accounts.services.audit import Kind, audit
 from accounts.services.authenticators import authenticator_create, otpauth_uri
@@ -95,6 +96,31 @@ def totp_enable_start(*, user: User) -> TotpStarted:
         challenge = challenge_open_totp(
             purpose=Challenge.Purpose.ENABLE_TOTP, user=user, authenticator=authenticator
         )
+    return TotpStarted(
+        challenge=challenge, secret=secret, otpauth_uri=otpauth_uri(user=user, secret=secret)
+    )
+
+
+def totp_enrolment(*, user: User, request_id: uuid.UUID) -> TotpStarted | None:
+    """``user``'s app being added under ``request_id``, with its secret, while it waits for its
+    first code: the cabinet's page shows the QR code again after a wrong code."""
+    challenge = (
+        Challenge.objects.select_related("authenticator")
+        .filter(
+            pk=request_id,
+            user=user,
+            purpose=Challenge.Purpose.ENABLE_TOTP,
+            used_at__isnull=True,
+            authenticator__confirmed_at__isnull=True,
+        )
+        .first()
+    )
+    if challenge is None or challenge.authenticator is None:
+        return None
+    try:
+        secret = secret_decrypt(user_id=user.pk, stored=challenge.authenticator.secret)
+    except SecretUnreadable:
+        return None
     return TotpStarted(
         challenge=challenge, secret=secret, otpauth_uri=otpauth_uri(user=user, secret=secret)
     )

@@ -247,12 +247,13 @@ def sign_in_by_code(
     confirm: Callable[..., SignIn],
     template: str,
     start_over: str,
+    form_class: type[forms.Form] = CodeForm,
 ) -> HttpResponse:
     """A code page that ends in a sign-in: the e-mail confirmation and the 2FA code."""
     challenge = challenge_of(request.GET.get("requestId"), purpose)
     if challenge is None:
         return redirect(start_over)
-    form = CodeForm(request.POST or None)
+    form = form_class(request.POST or None)
     if resent := resend_asked(request, challenge):
         return resent
     if request.method == "POST" and form.is_valid():

@@ -93,6 +93,18 @@ class CodeForm(forms.Form):
     )
 
 
+class SecondFactorForm(forms.Form):
+    """The second step of a sign-in: a 6-digit code, or a recovery code (letters and digits)."""
+
+    code = forms.CharField(
+        label=_("Code"),
+        max_length=16,
+        widget=forms.TextInput(
+            attrs={"autocomplete": "one-time-code", "autocapitalize": "none", "autofocus": True}
+        ),
+    )
+
+
 class ResetConfirmForm(CodeForm, NewPasswordForm):
     field_order = ["code", "new_password", "confirm_password"]
 

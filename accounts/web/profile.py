@@ -26,6 +26,7 @@ from accounts.services.profile import (
     session_revoke_own,
     sessions_live,
 )
+from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.two_factor import (
     two_factor_disable,
     two_factor_enable_confirm,
@@ -47,6 +48,7 @@ from accounts.web.forms import (
 from accounts.web.sessions import (
     current_session_id,
 )
+from accounts.web.two_factor import recovery_codes_page
 from platform_site.errors import ApplicationError, ValidationFailed
 
 
@@ -91,6 +93,7 @@ def security_page(request: HttpRequest) -> HttpResponse:
                 for session in sessions_live(user=user)
             ],
             "events": AuditEvent.objects.filter(user=user).order_by("-created_at")[:20],
+            "recovery_codes_left": recovery_codes_remaining(user=user),
         },
     )
 
@@ -120,7 +123,7 @@ def two_factor_confirm_page(request: HttpRequest) -> HttpResponse:
         return resent
     if request.method == "POST" and form.is_valid():
         try:
-            two_factor_enable_confirm(
+            enabled = two_factor_enable_confirm(
                 user=user,
                 request_id=challenge.pk,
                 code=form.cleaned_data["code"].strip(),
@@ -129,11 +132,13 @@ def two_factor_confirm_page(request: HttpRequest) -> HttpResponse:
         except (CodeInvalid, AttemptsExceeded) as error:
             code_error(form, error)
             challenge.refresh_from_db()
+        except TwoFactorAlreadyEnabled:
+            return redirect("/settings/security")
         else:
             messages.success(
                 request, _("Two-factor sign-in is on: signing in now asks for an SMS code.")
             )
-            return redirect("/settings/security")
+            return recovery_codes_page(request, enabled.recovery_codes)
     return code_page(
         request, template="cabinet/two_factor_enable.html", challenge=challenge, form=form
     )

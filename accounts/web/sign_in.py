@@ -24,6 +24,7 @@ from accounts.web.flows import limited, sign_in_by_code, sign_in_outcome
 from accounts.web.forms import (
     AdminLoginForm,
     LoginForm,
+    SecondFactorForm,
 )
 from accounts.web.sessions import (
     current_session_id,
@@ -83,6 +84,7 @@ def two_factor_page(request: HttpRequest) -> HttpResponse:
         confirm=sign_in_two_factor_confirm,
         template="cabinet/two_factor.html",
         start_over="/login",
+        form_class=SecondFactorForm,
     )
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from accounts.web import bus, passwords, profile, registration, sign_in
+from accounts.web import bus, passwords, profile, registration, sign_in, two_factor
 
 urlpatterns = [
     path("login", sign_in.login_page, name="login"),
@@ -16,6 +16,13 @@ urlpatterns = [
     path("settings/two-factor", profile.two_factor_confirm_page, name="two-factor-confirm"),
     path("settings/two-factor/enable", profile.two_factor_enable_page, name="two-factor-enable"),
     path("settings/two-factor/disable", profile.two_factor_disable_page, name="two-factor-disable"),
+    path("settings/two-factor/app/start", two_factor.app_start_page, name="two-factor-app-start"),
+    path("settings/two-factor/app", two_factor.app_confirm_page, name="two-factor-app"),
+    path(
+        "settings/two-factor/recovery-codes",
+        two_factor.recovery_codes_new_page,
+        name="two-factor-recovery-codes",
+    ),
     path("settings/sessions/revoke", profile.session_revoke_page, name="session-revoke"),
     path("bus", bus.bus_page, name="bus"),
     path("bus/adapters", bus.adapter_create_page, name="adapter-create"),

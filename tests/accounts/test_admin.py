@@ -281,3 +281,24 @@ def test_the_administration_is_named_after_the_platform(admin_client, language, 
 
     assert f'<div id="site-name"><a href="/admin/">{header}</a></div>' in page
     assert "Django" not in page
+
+
+def test_resetting_two_factor_turns_it_off_is_audited_and_tells_the_person(
+    admin_client, admin_user, person
+):
+    User.objects.filter(pk=person.pk).update(two_factor_enabled=True, two_factor_method="TOTP")
+
+    response = admin_client.post(
+        "/admin/accounts/user/",
+        {"action": "reset_two_factor", "_selected_action": [person.pk]},
+        follow=True,
+    )
+
+    assert admin_messages(response) == ["Two-factor sign-in of 1 user is reset."]
+    person.refresh_from_db()
+    assert person.two_factor_enabled is False
+    event = AuditEvent.objects.get(user=person, kind="TWO_FACTOR_RESET")
+    assert event.actor == admin_user
+    notice = OutboxMessage.objects.get(to=person.email, template="notice_two_factor_reset")
+    assert "An administrator turned two-factor sign-in off" in notice.text
+    assert "the platform's administration" in notice.text

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pyotp
 import pytest
 import time_machine
 from django.conf import settings
@@ -302,7 +303,9 @@ def test_turning_two_factor_on_and_off(browser, person):
     assert started["Location"].startswith("/settings/two-factor?requestId=")
 
     on = browser.post(started["Location"], {"code": last_code(person.phone)})
-    assert on["Location"] == "/settings/security"
+    assert on.status_code == 200  # the recovery codes, shown once
+    assert len(re.findall(r"<li><code>[a-z2-9]{5}-[a-z2-9]{5}</code></li>", text(on))) == 10
+    assert on["Cache-Control"] == "no-store"
     person.refresh_from_db()
     assert person.two_factor_enabled
     assert "On: signing in asks for a code sent to +4915123456789." in text(
@@ -578,3 +581,70 @@ def test_every_page_names_its_icon_and_favicon_ico_leads_to_it(client):
     assert icon["Location"] == "/static/favicon.ico"
     assert '<link rel="icon" href="/static/favicon.ico"' in text(client.get("/login"))
     assert (Path(settings.BASE_DIR) / "static/favicon.ico").read_bytes()[:4] == b"\0\0\1\0"
+
+
+def totp_code(page: Any) -> str:
+    secret = re.search(r'<code class="secret" id="totp-secret">([A-Z2-7]+)</code>', text(page))
+    assert secret is not None
+    return pyotp.TOTP(secret.group(1)).now()
+
+
+@time_machine.travel(T0, tick=False)
+def test_an_authenticator_app_is_added_with_its_qr_code_and_asked_for_at_sign_in(browser, person):
+    started = browser.post("/settings/two-factor/app/start")
+    assert started["Location"].startswith("/settings/two-factor/app?requestId=")
+    page = browser.get(started["Location"])
+    assert page.status_code == 200
+    assert page["Cache-Control"] == "no-store"
+    assert re.search(r"<figure class=\"qr\"><svg [^>]*><path ", text(page))
+    assert "<script" not in text(page).split("<main", 1)[1]
+
+    wrong = browser.post(started["Location"], {"code": "12345"})
+    assert "The code is wrong. Attempts left: 4." in text(wrong)
+    on = browser.post(started["Location"], {"code": totp_code(page)})
+
+    assert len(re.findall(r"<li><code>[a-z2-9]{5}-[a-z2-9]{5}</code></li>", text(on))) == 10
+    security = text(browser.get("/settings/security"))
+    assert "On: signing in asks for the code your authenticator app shows." in security
+    assert "10 recovery codes left." in security
+    browser.post("/logout")
+    to_code = sign_in(browser, person.email)
+    assert to_code["Location"].startswith("/login/two-factor?requestId=")
+    code_page = text(browser.get(to_code["Location"]))
+    assert "Enter the code from your app" in code_page
+    assert "Send a new code" not in code_page
+
+
+@time_machine.travel(T0, tick=False)
+def test_a_recovery_code_signs_in_at_the_code_page_and_the_count_goes_down(browser, person):
+    started = browser.post("/settings/two-factor/app/start")
+    page = browser.get(started["Location"])
+    on = browser.post(started["Location"], {"code": totp_code(page)})
+    codes = re.findall(r"<li><code>([a-z2-9]{5}-[a-z2-9]{5})</code></li>", text(on))
+    browser.post("/logout")
+
+    to_code = sign_in(browser, person.email)
+    signed = browser.post(to_code["Location"], {"code": codes[0]})
+
+    assert signed["Location"] == "/bus"
+    assert "9 recovery codes left." in text(browser.get("/settings/security"))
+    new = browser.post("/settings/two-factor/recovery-codes")
+    assert len(re.findall(r"<li><code>", text(new))) == 10
+    assert "10 recovery codes left." in text(browser.get("/settings/security"))
+
+
+def test_another_persons_app_page_sends_back_to_security(browser, person):
+    other = ApiClient(device_id="x")
+    owner = User.objects.create_user("mallory", "mallory@example.com", DEFAULT_PASSWORD)
+    User.objects.filter(pk=owner.pk).update(email_confirmed=True)
+    other.tokens = other.call(
+        "post",
+        "/api/auth/login/email",
+        {"email": "mallory@example.com", "password": DEFAULT_PASSWORD},
+    ).json()
+    theirs = other.call("post", "/api/users/two-factor-authentication/totp").json()
+
+    page = browser.get(f"/settings/two-factor/app?requestId={theirs['requestId']}")
+
+    assert page["Location"] == "/settings/security"
+    assert theirs["secret"] not in page.content.decode()
