@@ -166,6 +166,15 @@ def test_registration_code_by_email_and_two_factor_code_by_sms(
         assert enabled.json()["twoFactorEnabled"] is True
         assert len(enabled.json()["recoveryCodes"]) == 10
 
+    # The security notice of issue 21 leaves through the same outbox and worker, over SMTP.
+    def notified() -> bool:
+        return any(
+            message["Subject"] == "Two-factor sign-in was turned on"
+            for message in stack.smtp.received_by(address)
+        )
+
+    wait_until(notified, timeout=20, what="the notice of two-factor sign-in turned on")
+
 
 def test_a_code_queued_while_the_broker_is_down_arrives_once_it_is_back(
     delivery_stack: DeliveryStack,
