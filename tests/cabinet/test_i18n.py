@@ -16,7 +16,9 @@ from django.test import Client
 from django.utils import translation
 
 from accounts.models import AuditEvent, OutboxMessage
+from accounts.services.notices import HEADLINES, Notice
 from tests.conftest import ApiClient
+from tests.factories import DEFAULT_PASSWORD
 
 PO = Path(settings.BASE_DIR) / "locale" / "ru" / "LC_MESSAGES" / "django.po"
 MO = PO.with_suffix(".mo")
@@ -218,3 +220,34 @@ def test_a_russian_registration_queues_a_russian_e_mail():
     assert "Если вы не регистрировались" in message.text
     assert "Ваш код подтверждения:" in message.html
     assert "confirmation code" not in message.text
+
+
+@pytest.mark.django_db
+def test_the_second_factors_speak_russian_on_the_security_page(person):
+    browser = Client()
+    browser.post("/login", {"login": person.email, "password": DEFAULT_PASSWORD})
+
+    page = text(browser.get("/settings/security", HTTP_ACCEPT_LANGUAGE="ru"))
+
+    assert "приложением-аутентификатором" in page
+    assert "кодами по SMS" in page
+
+
+def test_a_security_notice_renders_in_russian():
+    with translation.override("ru"):
+        headline = str(HEADLINES[Notice.RECOVERY_CODE_USED]) % {"remaining": 9}
+        body = render_to_string(
+            "emails/security_notice.txt",
+            {
+                "headline": headline,
+                "when": "2026-11-21 09:30 UTC",
+                "where": "Firefox 133",
+                "ip": "127.0.0.1",
+                "advice": "-",
+            },
+        )
+
+    assert "Осталось кодов: 9." in body
+    assert "Когда: 2026-11-21 09:30 UTC" in body
+    assert "Устройство: Firefox 133" in body
+    assert "IP-адрес: 127.0.0.1" in body
