@@ -29,15 +29,6 @@ pytestmark = pytest.mark.django_db
 BATCH = "/api/exchange/messages/batch"
 
 
-@pytest.fixture
-def sender(owner: User) -> ApiClient:
-    """A second adapter of the same owner, signed in."""
-    AdapterFactory.create(username="crm", owner=owner)
-    client = ApiClient(device_id="crm-1")
-    assert client.sign_in("crm").status_code == 200
-    return client
-
-
 def message(to: User | int, n: int = 1, **extra: Any) -> dict[str, Any]:
     return {
         "to": to if isinstance(to, int) else to.pk,

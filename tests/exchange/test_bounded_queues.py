@@ -28,14 +28,6 @@ from tests.factories import DEFAULT_PASSWORD, AdapterFactory, UserFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def sender(owner: User) -> ApiClient:
-    AdapterFactory.create(username="crm", owner=owner)
-    client = ApiClient(device_id="crm-1")
-    assert client.sign_in("crm").status_code == 200
-    return client
-
-
 def counted(name: str, labels: dict[str, str] | None = None) -> float:
     return REGISTRY.get_sample_value(name, labels or {}) or 0.0
 

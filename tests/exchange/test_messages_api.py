@@ -20,15 +20,6 @@ from tests.factories import AdapterFactory, UserFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def sender(owner: User) -> ApiClient:
-    """A second adapter of the same owner, signed in."""
-    AdapterFactory.create(username="crm", owner=owner)
-    client = ApiClient(device_id="crm-1")
-    assert client.sign_in("crm").status_code == 200
-    return client
-
-
 def send(client: ApiClient, to: User | int, payload: Any = None, **extra: Any) -> Any:
     body = {
         "to": to if isinstance(to, int) else to.pk,
