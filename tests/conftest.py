@@ -242,13 +242,18 @@ def work_of(settings: Any, django_capture_on_commit_callbacks: Any) -> Callable[
 class _Announced:
     """The event a long poll waits on, which tells ``began`` each time the poll starts to wait."""
 
-    def __init__(self, event: threading.Event, began: Callable[[], None]) -> None:
+    def __init__(
+        self, event: threading.Event, began: Callable[[], None], ended: Callable[[bool], None]
+    ) -> None:
         self._event = event
         self._began = began
+        self._ended = ended
 
     def wait(self, timeout: float | None = None) -> bool:
         self._began()
-        return self._event.wait(timeout)
+        woken = self._event.wait(timeout)
+        self._ended(woken)
+        return woken
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._event, name)
@@ -265,6 +270,9 @@ class LongPolls:
         self._registered = 0
         self._waiting: set[int] = set()
         self._actions: dict[int, Callable[[], None]] = {}
+        # Each long poll's waits, in order: True when a notification set its event, False when
+        # the wait ran out.
+        self.woken: dict[int, list[bool]] = {}
 
     @contextmanager
     def expect(self, recipient_id: int) -> Iterator[Any]:
@@ -273,7 +281,11 @@ class LongPolls:
             self._registered += 1
             number = self._registered
         with self._expect(recipient_id) as event:
-            yield _Announced(event, lambda: self._began(number))
+            yield _Announced(
+                event,
+                lambda: self._began(number),
+                lambda woken: self.woken.setdefault(number, []).append(woken),
+            )
 
     def _began(self, number: int) -> None:
         # Only the poll's own thread adds its number: no other can race this check.
