@@ -19,11 +19,16 @@ MAX_LEASE_SECONDS = 43200
 MAX_HEADERS = 32
 
 
-class ReceiveInput(Input):
-    strict_json_types = False  # query parameters
+class ReceiveOptions(Input):
+    """How to receive: the receive's query string, or an ACK's ``receive`` member (JSON)."""
+
     max = serializers.IntegerField(min_value=1, max_value=MAX_BATCH, default=1)
     waitSeconds = serializers.IntegerField(min_value=0, max_value=20, default=0)
     leaseSeconds = serializers.IntegerField(min_value=1, max_value=MAX_LEASE_SECONDS, default=30)
+
+
+class ReceiveInput(ReceiveOptions):
+    strict_json_types = False  # query parameters
 
 
 @extend_schema_field(
@@ -281,6 +286,11 @@ class MessageIdsField(serializers.ListField):
 
 class AckInput(Input):
     messageIds = MessageIdsField()
+    receive = ReceiveOptions(
+        required=False,
+        help_text="Receive after the ACK, as GET /api/exchange/messages with these options "
+        "would: the answer's messages. One request per batch for a consumer's loop.",
+    )
 
 
 # Receive and ACK are the exchange's hottest requests, and building a DRF serializer (its fields are
@@ -289,12 +299,12 @@ class AckInput(Input):
 
 
 def _receive_bounds() -> dict[str, tuple[int, int, int]]:
-    """(minimum, maximum, default) of each of ReceiveInput's fields."""
+    """(minimum, maximum, default) of each of ReceiveOptions' fields."""
     bounds: dict[str, tuple[int, int, int]] = {}
-    for name, field in cast(dict[str, serializers.IntegerField], ReceiveInput().fields).items():
+    for name, field in cast(dict[str, serializers.IntegerField], ReceiveOptions().fields).items():
         low, high, default = field.min_value, field.max_value, field.default
         if low is None or high is None or not isinstance(default, int):
-            raise TypeError(f"ReceiveInput.{name} needs bounds and a default")
+            raise TypeError(f"ReceiveOptions.{name} needs bounds and a default")
         bounds[name] = (low, high, default)
     return bounds
 
@@ -326,20 +336,45 @@ _UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _CANONICAL_IDS = re.compile(f"{_UUID}(?:,{_UUID})*")
 
 
-def ack_ids(data: Any) -> list[str]:
-    """AckInput's messageIds for the ACK's body, as canonical text (what receive hands out)."""
-    if isinstance(data, dict) and data.keys() == {"messageIds"}:
-        items = data["messageIds"]
-        if isinstance(items, list) and 1 <= len(items) <= MAX_BATCH:
-            try:
-                joined = ",".join(items)
-            except TypeError:  # an item is not a string
-                joined = ""
-            # As many UUIDs as items, each 36 characters: no item holds a comma of its own.
-            if len(joined) == 37 * len(items) - 1 and _CANONICAL_IDS.fullmatch(joined):
-                return items
-    ids: list[uuid.UUID] = AckInput.validated(data)["messageIds"]
-    return [str(message_id) for message_id in ids]
+def ack_input(data: Any) -> tuple[list[str], dict[str, int] | None]:
+    """AckInput's validated data for the ACK's body: the messageIds as canonical text (what
+    receive hands out), and the options of the receive that follows, if the body asks for one."""
+    if isinstance(data, dict) and "messageIds" in data and data.keys() <= {"messageIds", "receive"}:
+        ids = _plain_ids(data["messageIds"])
+        options = _plain_options(data["receive"]) if "receive" in data else None
+        if ids is not None and (options is not None or "receive" not in data):
+            return ids, options
+    validated = AckInput.validated(data)
+    ids = [str(message_id) for message_id in validated["messageIds"]]
+    receive = validated.get("receive")
+    return ids, None if receive is None else dict(receive)
+
+
+def _plain_ids(items: Any) -> list[str] | None:
+    """``items`` if it is a list of 1 to MAX_BATCH canonical UUIDs."""
+    if isinstance(items, list) and 1 <= len(items) <= MAX_BATCH:
+        try:
+            joined = ",".join(items)
+        except TypeError:  # an item is not a string
+            return None
+        # As many UUIDs as items, each 36 characters: no item holds a comma of its own.
+        if len(joined) == 37 * len(items) - 1 and _CANONICAL_IDS.fullmatch(joined):
+            return items
+    return None
+
+
+def _plain_options(receive: Any) -> dict[str, int] | None:
+    """ReceiveOptions' validated data if ``receive`` is an object of its fields, each a JSON
+    integer within its bounds."""
+    if not isinstance(receive, dict):
+        return None
+    options = {name: default for name, (_, _, default) in RECEIVE_BOUNDS.items()}
+    for name, value in receive.items():
+        bounds = RECEIVE_BOUNDS.get(name)
+        if bounds is None or type(value) is not int or not bounds[0] <= value <= bounds[1]:
+            return None
+        options[name] = value
+    return options
 
 
 class ResultOutput(serializers.Serializer[Any]):
@@ -350,6 +385,12 @@ class ResultOutput(serializers.Serializer[Any]):
 
 class ResultsOutput(serializers.Serializer[Any]):
     results = ResultOutput(many=True)
+
+
+class ResultsReceivedOutput(ResultsOutput):
+    messages = DeliveryOutput(
+        many=True, required=False, help_text="Present when the request asked to receive."
+    )
 
 
 class ReleaseInput(Input):

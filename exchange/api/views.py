@@ -23,13 +23,14 @@ from exchange.api.serializers import (
     ReleaseInput,
     ResultOutput,
     ResultsOutput,
+    ResultsReceivedOutput,
     SendBatchInput,
     SendBatchOutput,
     SendInput,
     SentOutput,
     StatsOutput,
     WhoAmIOutput,
-    ack_ids,
+    ack_input,
     batch_items,
     receive_options,
     send_input,
@@ -37,6 +38,7 @@ from exchange.api.serializers import (
 from exchange.errors import MessageNotFound
 from exchange.selectors import queue_stats
 from exchange.services.messages import (
+    Delivery,
     Outgoing,
     Receipt,
     Sent,
@@ -67,6 +69,26 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
     "the first messageId and duplicate: true; with another body, 409 IDEMPOTENCY_KEY_REUSED.",
 )
 ERRORS = (400, 401, 403, 429)
+
+
+def _received(request: AuthenticatedRequest, options: dict[str, int]) -> list[Delivery]:
+    return messages_receive(
+        adapter=request.user,
+        device_key=request.auth.device.key,
+        max_messages=options["max"],
+        lease_seconds=options["leaseSeconds"],
+        wait_seconds=options["waitSeconds"],
+    )
+
+
+def deliveries_response(opening: str, deliveries: list[Delivery]) -> HttpResponse:
+    """A JSON object whose last member is ``messages``: ``opening`` holds the members before it
+    (``{`` and, for an ACK, its results). Each delivery is already its JSON, rendered by
+    PostgreSQL (exchange/queries.py)."""
+    body = opening + '"messages":[' + ",".join(delivery.json for delivery in deliveries) + "]}"
+    response = HttpResponse(body, content_type="application/json")
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def json_response(data: Any, status: int = 200) -> HttpResponse:
@@ -127,18 +149,7 @@ class MessagesApi(ExchangeApi):
     )
     def get(self, request: AuthenticatedRequest) -> HttpResponse:
         options = receive_options(request.query_params)
-        deliveries = messages_receive(
-            adapter=request.user,
-            device_key=request.auth.device.key,
-            max_messages=options["max"],
-            lease_seconds=options["leaseSeconds"],
-            wait_seconds=options["waitSeconds"],
-        )
-        # Each delivery is already its JSON, rendered by PostgreSQL (exchange/queries.py).
-        body = '{"messages":[' + ",".join(delivery.json for delivery in deliveries) + "]}"
-        response = HttpResponse(body, content_type="application/json")
-        response["Cache-Control"] = "no-store"
-        return response
+        return deliveries_response("{", _received(request, options))
 
     @extend_schema(
         operation_id="exchange_send",
@@ -221,19 +232,22 @@ class MessagesAckApi(ExchangeApi):
     @extend_schema(
         operation_id="exchange_ack",
         summary="Acknowledge messages: acked, alreadyAcked, deadLettered or notFound each",
+        description="With receive, the ACK is committed first and the answer also holds the "
+        "messages that GET /api/exchange/messages with those options would have answered.",
         request=AckInput,
-        responses={200: ResultsOutput, **problem_responses(*ERRORS)},
+        responses={200: ResultsReceivedOutput, **problem_responses(*ERRORS)},
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest) -> HttpResponse:
-        results = messages_ack(
-            adapter=request.user,
-            device_key=request.auth.device.key,
-            message_ids=ack_ids(request.data),
+        message_ids, receive = ack_input(request.data)
+        acked = messages_ack(
+            adapter=request.user, device_key=request.auth.device.key, message_ids=message_ids
         )
-        return json_response(
-            {"results": [{"messageId": mid, "status": status} for mid, status in results]}
-        )
+        results = {"results": [{"messageId": mid, "status": status} for mid, status in acked]}
+        if receive is None:
+            return json_response(results)
+        opening = json.dumps(results, ensure_ascii=False, separators=(",", ":"))[:-1] + ","
+        return deliveries_response(opening, _received(request, receive))
 
 
 class MessageAckApi(ExchangeApi):

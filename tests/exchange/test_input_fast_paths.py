@@ -1,4 +1,4 @@
-"""receive_options, ack_ids, send_input and batch_items answer exactly as ReceiveInput, AckInput,
+"""receive_options, ack_input, send_input and batch_items answer exactly as ReceiveInput, AckInput,
 SendInput and SendBatchInput: same data, same errors."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from exchange.api.serializers import (
     AckInput,
     ReceiveInput,
     SendInput,
-    ack_ids,
+    ack_input,
     batch_items,
     batch_items_checked,
     receive_options,
@@ -63,6 +63,28 @@ BODIES: list[Any] = [
     {"messageIds": UUIDS[0]},
     {"messageIds": None},
     {"messageIds": UUIDS[:1], "extra": 1},
+    # An ACK that also receives (AckInput's receive: ReceiveOptions, in JSON).
+    {"messageIds": UUIDS, "receive": {}},
+    {"messageIds": UUIDS, "receive": {"max": 100}},
+    {"messageIds": UUIDS, "receive": {"max": 100, "waitSeconds": 20, "leaseSeconds": 43200}},
+    {"messageIds": UUIDS, "receive": {"max": 0}},
+    {"messageIds": UUIDS, "receive": {"max": 101}},
+    {"messageIds": UUIDS, "receive": {"max": "5"}},
+    {"messageIds": UUIDS, "receive": {"max": 5.0}},
+    {"messageIds": UUIDS, "receive": {"max": True}},
+    {"messageIds": UUIDS, "receive": {"max": None}},
+    {"messageIds": UUIDS, "receive": {"waitSeconds": 21}},
+    {"messageIds": UUIDS, "receive": {"leaseSeconds": 0}},
+    {"messageIds": UUIDS, "receive": {"max": 2**70}},
+    {"messageIds": UUIDS, "receive": {"colour": "red"}},
+    {"messageIds": UUIDS, "receive": {"max": 1, "colour": "red"}},
+    {"messageIds": UUIDS, "receive": None},
+    {"messageIds": UUIDS, "receive": 10},
+    {"messageIds": UUIDS, "receive": [10]},
+    {"messageIds": UUIDS, "receive": "max=10"},
+    {"messageIds": [], "receive": {"max": 10}},
+    {"messageIds": ["x"], "receive": {"max": 0}},
+    {"receive": {"max": 10}},
     {},
     [UUIDS[0]],
     "text",
@@ -152,13 +174,16 @@ def test_receive_options_match_the_serializer(query: str) -> None:
     assert outcome(lambda: receive_options(params)) == expected
 
 
-@pytest.mark.parametrize("body", BODIES, ids=range(len(BODIES)))
-def test_ack_ids_match_the_serializer(body: Any) -> None:
-    expected = outcome(
-        lambda: [str(i) for i in through_serializer(AckInput(data=body))["messageIds"]]
-    )
+def acked_and_received(validated: dict[str, Any]) -> Any:
+    receive = validated.get("receive")
+    return [str(i) for i in validated["messageIds"]], None if receive is None else dict(receive)
 
-    assert outcome(lambda: ack_ids(body)) == expected
+
+@pytest.mark.parametrize("body", BODIES, ids=range(len(BODIES)))
+def test_ack_input_matches_the_serializer(body: Any) -> None:
+    expected = outcome(lambda: acked_and_received(through_serializer(AckInput(data=body))))
+
+    assert outcome(lambda: ack_input(body)) == expected
 
 
 def test_the_usual_inputs_build_no_serializer(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -176,7 +201,11 @@ def test_the_usual_inputs_build_no_serializer(monkeypatch: pytest.MonkeyPatch) -
         "waitSeconds": 0,
         "leaseSeconds": 60,
     }
-    assert ack_ids({"messageIds": UUIDS}) == UUIDS
+    assert ack_input({"messageIds": UUIDS}) == (UUIDS, None)
+    assert ack_input({"messageIds": UUIDS, "receive": {"max": 100}}) == (
+        UUIDS,
+        {"max": 100, "waitSeconds": 0, "leaseSeconds": 30},
+    )
     assert send_input({**GOOD, "headers": {"h": "v"}}) == {**GOOD, "headers": {"h": "v"}}
     keyed = {**GOOD, "idempotencyKey": "k-1"}
     [sent] = batch_items({"messages": [keyed]})

@@ -109,6 +109,33 @@ def test_a_receive_that_finds_messages_does_not_wait(pair):
     assert result["seconds"] < 10
 
 
+def test_an_ack_that_receives_commits_the_ack_before_it_waits_and_wakes_on_a_send(
+    pair, monkeypatch, long_polls: LongPolls
+):
+    consumer, sender = pair
+    without_fallback_poll(monkeypatch)
+    acked_id = send_to(sender, consumer)
+    client = ApiClient(device_id="lp-1")
+    client.sign_in("lp-consumer")
+    [held] = client.call("get", "/api/exchange/messages").json()["messages"]
+    body = {"messageIds": [held["messageId"]], "receive": {"max": 10, "waitSeconds": 20}}
+    thread, result = in_thread(lambda: client.call("post", "/api/exchange/messages/ack", body))
+    long_polls.waiting(1)
+
+    # While the request waits, its ACK is already committed: seen from another connection.
+    acked_meanwhile = DeliveryLog.objects.filter(message_id=acked_id).exists()
+    still_queued = Message.objects.filter(message_id=acked_id).exists()
+    message_id = send_to(sender, consumer)
+    thread.join(timeout=25)
+
+    response = result["value"]
+    assert (acked_meanwhile, still_queued) == (True, False)
+    assert response.status_code == 200
+    assert response.json()["results"] == [{"messageId": str(acked_id), "status": "acked"}]
+    assert [m["messageId"] for m in response.json()["messages"]] == [str(message_id)]
+    assert long_polls.woken == {1: [True]}  # the notification, not the wait running out
+
+
 def test_nothing_is_held_in_a_transaction_while_a_receive_waits(
     pair, monkeypatch, long_polls: LongPolls
 ):

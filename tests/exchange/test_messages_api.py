@@ -393,6 +393,92 @@ def test_ack_validates_its_ids(consumer):
     assert empty.json()["errors"] == {"messageIds": ["Ensure this field has at least 1 element."]}
 
 
+def ack_then_receive(client: ApiClient, ids: list[str], **options: Any) -> Any:
+    body = {"messageIds": ids, "receive": options}
+    return client.call("post", "/api/exchange/messages/ack", body)
+
+
+def test_an_ack_that_receives_acks_first_then_answers_the_next_messages(consumer, sender, adapter):
+    sent = [send(sender, adapter, {"n": n}).json()["messageId"] for n in range(5)]
+    first = receive(consumer, "?max=2")
+
+    response = ack_then_receive(consumer, [m["messageId"] for m in first], max=2)
+    following = response.json()["messages"]
+
+    assert response.status_code == 200
+    assert response["Cache-Control"] == "no-store"
+    assert response.json()["results"] == [
+        {"messageId": sent[0], "status": "acked"},
+        {"messageId": sent[1], "status": "acked"},
+    ]
+    assert [m["messageId"] for m in following] == sent[2:4]
+    assert [m["payload"] for m in following] == [{"n": 2}, {"n": 3}]
+    # The same deliveries a receive answers: every field, rendered the same way.
+    assert following[0].keys() == first[0].keys()
+    assert (following[0]["deliveryCount"], following[0]["redelivered"]) == (1, False)
+    assert DeliveryLog.objects.filter(message_id__in=sent[:2]).count() == 2
+    assert Message.objects.count() == 3
+
+
+def test_an_ack_that_receives_gets_back_what_the_instance_holds_and_did_not_ack(
+    consumer, sender, adapter
+):
+    sent = [send(sender, adapter).json()["messageId"] for _ in range(4)]
+    receive(consumer, "?max=3")
+
+    response = ack_then_receive(consumer, [sent[0]], max=3)
+
+    # The ACK ran before the claim: the acked message is not among the held ones given back.
+    following = response.json()["messages"]
+    assert [m["messageId"] for m in following] == sent[1:4]
+    assert [m["redelivered"] for m in following] == [True, True, False]
+
+
+def test_an_ack_that_receives_takes_the_receives_defaults_and_an_empty_queue(
+    consumer, sender, adapter
+):
+    one, two = (send(sender, adapter).json()["messageId"] for _ in range(2))
+    [first] = receive(consumer)
+
+    response = ack_then_receive(consumer, [first["messageId"]])  # receive: {}
+    last = ack_then_receive(consumer, [two])
+
+    assert [m["messageId"] for m in response.json()["messages"]] == [two]
+    assert response.json()["messages"][0]["leaseExpiresAt"].endswith("Z")
+    assert last.json() == {"results": [{"messageId": two, "status": "acked"}], "messages": []}
+    assert one == first["messageId"]
+
+
+@pytest.mark.parametrize(
+    ("receive_member", "errors"),
+    [
+        ({"max": 101}, {"receive.max": ["Ensure this value is less than or equal to 100."]}),
+        ({"max": "5"}, {"receive.max": ["A valid integer is required."]}),
+        (
+            {"waitSeconds": 21},
+            {"receive.waitSeconds": ["Ensure this value is less than or equal to 20."]},
+        ),
+        ({"colour": "red"}, {"receive.colour": ["This field is not accepted."]}),
+        (None, {"receive": ["This field may not be null."]}),
+        ([10], {"receive.nonFieldErrors": ["Invalid data. Expected a dictionary, but got list."]}),
+    ],
+)
+def test_an_ack_whose_receive_is_invalid_is_400_and_acks_nothing(
+    consumer, sender, adapter, receive_member, errors
+):
+    message_id = send(sender, adapter).json()["messageId"]
+    receive(consumer)
+
+    response = consumer.call(
+        "post",
+        "/api/exchange/messages/ack",
+        {"messageIds": [message_id], "receive": receive_member},
+    )
+
+    assert (response.status_code, response.json()["errors"]) == (400, errors)
+    assert Message.objects.filter(message_id=message_id).exists()
+
+
 def nack(client: ApiClient, handles: list[str], **body: Any) -> Any:
     return client.call("post", "/api/exchange/messages/nack", {"receiptHandles": handles, **body})
 
@@ -533,6 +619,19 @@ def test_with_redis_receive_and_ack_cost_one_query_each_once_the_session_is_reme
         messages = receive(consumer, "?max=3")
     with django_assert_num_queries(1):  # the ACK
         ack(consumer, *(m["messageId"] for m in messages))
+
+
+def test_an_ack_that_receives_costs_the_ack_and_the_claim_once_the_session_is_remembered(
+    sessions_remembered, consumer, sender, adapter, django_assert_num_queries
+):
+    for _ in range(6):
+        send(sender, adapter)
+    messages = receive(consumer, "?max=3")
+
+    with django_assert_num_queries(2):  # the ACK, the claim
+        response = ack_then_receive(consumer, [m["messageId"] for m in messages], max=3)
+
+    assert len(response.json()["messages"]) == 3
 
 
 def test_the_session_claim_and_ack_statements_are_prepared_once_per_connection(
