@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from exchange_client import (
     ExchangeClient,
@@ -60,6 +61,17 @@ class RecordingClient(ExchangeClient):
         results = super().ack(messages)
         self.ack_results.extend(results.items())
         return results
+
+    def ack_and_receive(
+        self, messages: Iterable[Message | str], *receiving: int
+    ) -> tuple[dict[str, str], list[Message]]:
+        # Its ACKs before the last chunk's go through ack() above.
+        messages = list(messages)
+        before = len(self.ack_results)
+        results, received = super().ack_and_receive(messages, *receiving)
+        recorded = dict(self.ack_results[before:])
+        self.ack_results.extend((m, s) for m, s in results.items() if m not in recorded)
+        return results, received
 
 
 def client_for(base_url: str, adapter: Adapter, device: str) -> RecordingClient:
@@ -424,3 +436,111 @@ def test_send_batch_sends_again_what_a_full_queue_refused_until_all_are_queued(
     assert any("refused for now" in record.getMessage() for record in caplog.records)
     assert sorted(m.payload["n"] for m in handled) == list(range(60))
     assert {m.message_id for m in handled} == {o.message_id for o in sent}
+
+
+class CountingTransport(httpx.HTTPTransport):
+    """Counts the requests a client makes, by method and path; ``on_request`` runs before each."""
+
+    def __init__(self, on_request: Callable[[httpx.Request], None] = lambda request: None) -> None:
+        super().__init__()
+        self.requests: Counter[tuple[str, str]] = Counter()
+        self.on_request = on_request
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests[(request.method, request.url.path)] += 1
+        self.on_request(request)
+        return super().handle_request(request)
+
+
+RECEIVE = ("GET", "/api/exchange/messages")
+ACK = ("POST", "/api/exchange/messages/ack")
+
+
+def test_ack_and_receive_acknowledges_then_answers_the_next_batch_in_one_request_per_100(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner
+) -> None:
+    adapter = owner.create_adapter("ack-receive")
+    ids = stock(stack_database, adapter, 260)
+    transport = CountingTransport()
+    with (
+        ExchangeClient(
+            gunicorn.base_url,
+            adapter.login,
+            adapter.password,
+            device_id="ack-receive-1",
+            transport=transport,
+        ) as client,
+        ExchangeClient(
+            gunicorn.base_url, adapter.login, adapter.password, device_id="ack-receive-2"
+        ) as other,
+    ):
+        first = client.receive(100)
+        second = other.receive(100)  # an ACK goes by id, whoever holds the message
+        results, following = client.ack_and_receive(first + second, 60)
+        rest, nothing = client.ack_and_receive(following, 100)
+        _, last = client.ack_and_receive([], 10)
+
+    assert results == dict.fromkeys(ids[:200], "acked")
+    assert [m.message_id for m in following] == ids[200:]
+    assert rest == dict.fromkeys(ids[200:], "acked")
+    assert (nothing, last) == ([], [])
+    # 200 ids: a plain ACK of the first 100, then the last 100 with the receive; no ids: a GET.
+    assert (transport.requests[RECEIVE], transport.requests[ACK]) == (2, 3)
+    assert waiting(stack_database, adapter) == (0, 0)
+
+
+def test_consume_receives_each_next_batch_with_the_ack_of_the_last(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner
+) -> None:
+    adapter = owner.create_adapter("one-request")
+    ids = stock(stack_database, adapter, 30)
+    transport = CountingTransport()
+    handled: list[Message] = []
+    with ExchangeClient(
+        gunicorn.base_url,
+        adapter.login,
+        adapter.password,
+        device_id="one-request-1",
+        transport=transport,
+    ) as client:
+        summary = client.consume(
+            handled.append, batch=10, wait=0, until_empty=True, handle_signals=False
+        )
+
+    assert [m.message_id for m in handled] == ids
+    assert (summary.handled, summary.failed, summary.given_back) == (30, 0, 0)
+    # One receive to start; each batch's ACK received the next (the last found none).
+    assert (transport.requests[RECEIVE], transport.requests[ACK]) == (1, 3)
+    assert set(delivery_log(stack_database, adapter)) == set(ids)
+
+
+def test_a_stop_while_the_ack_receives_gives_the_batch_it_received_back_at_once(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner
+) -> None:
+    adapter = owner.create_adapter("stop-receive")
+    ids = stock(stack_database, adapter, 20)
+    handled: list[Message] = []
+
+    def stop_on_the_receiving_ack(request: httpx.Request) -> None:
+        if request.url.path == ACK[1] and b'"receive"' in request.content:
+            client.stop()  # as a signal would, while the request is on its way
+
+    client = ExchangeClient(
+        gunicorn.base_url,
+        adapter.login,
+        adapter.password,
+        device_id="stop-receive-1",
+        transport=CountingTransport(stop_on_the_receiving_ack),
+    )
+    with client:
+        summary = client.consume(handled.append, batch=10, wait=0, handle_signals=False)
+        # Given back, not held under a lease: another instance receives them at once.
+        with ExchangeClient(
+            gunicorn.base_url, adapter.login, adapter.password, device_id="stop-receive-2"
+        ) as other:
+            again = other.receive(100)
+
+    assert [m.message_id for m in handled] == ids[:10]
+    assert (summary.handled, summary.given_back) == (10, 10)
+    assert [m.message_id for m in again] == ids[10:]
+    assert set(delivery_log(stack_database, adapter)) == set(ids[:10])

@@ -2,7 +2,8 @@
 
 - Each receive leases a batch; the handler is called once per message, in order.
 - A message whose handler returned is acknowledged, in one ACK per batch, before the next
-  receive (a device id's unacknowledged messages would come back on it).
+  receive (a device id's unacknowledged messages would come back on it). When the whole batch
+  was handled, that ACK also receives the next batch: one request per batch.
 - A message whose handler raised is released (after ``release_delay`` seconds): it comes back,
   one delivery later, and after the platform's maximum deliveries it goes to the dead letters.
 - While a slow handler runs, a thread extends the leases of the messages still held, so that no
@@ -142,13 +143,21 @@ def consume(
     client.stopping.clear()
     keeper = _LeaseKeeper(client, lease)
     restore = _stop_on_signals(client) if handle_signals else (lambda: None)
+    receiving = (batch, min(wait, IDLE_POLL_SECONDS), lease)
     try:
+        following: list[Message] | None = None  # what the last batch's ACK received
         while not client.stopping.is_set():
-            messages = client.receive(batch, min(wait, IDLE_POLL_SECONDS), lease)
+            messages = following if following is not None else client.receive(*receiving)
+            following = None
             if messages:
-                _handle(client, handler, messages, keeper, summary, release_delay)
+                following = _handle(
+                    client, handler, messages, keeper, summary, release_delay, receiving
+                )
             elif until_empty:
                 break
+        if following:  # received by the last ACK as the loop was stopped: given back at once
+            client.release(following)
+            summary.given_back += len(following)
     finally:
         keeper.close()
         restore()
@@ -162,8 +171,12 @@ def _handle(
     keeper: _LeaseKeeper,
     summary: Summary,
     release_delay: int,
-) -> None:
-    """One batch: handled ones acknowledged, failed ones released, the rest given back."""
+    receiving: tuple[int, int, int],
+) -> list[Message] | None:
+    """One batch: handled ones acknowledged, failed ones released, the rest given back. When
+    every message was handled and the loop goes on, the ACK receives the next batch (``receiving``:
+    max, wait and lease seconds), which this returns; otherwise None."""
+    following: list[Message] | None = None
     keeper.hold(messages)
     done: list[Message] = []
     failed: list[Message] = []
@@ -191,7 +204,9 @@ def _handle(
         # out while the rest of the batch is handled, and another instance handle them again.
         for message in messages:
             keeper.let_go(message)
-        if done:
+        if done and not failed and not unhandled and not client.stopping.is_set():
+            _, following = client.ack_and_receive(done, *receiving)
+        elif done:
             client.ack(done)
         if failed:
             client.release(failed, delay_seconds=release_delay)
@@ -200,3 +215,4 @@ def _handle(
         summary.handled += len(done)
         summary.failed += len(failed)
         summary.given_back += len(unhandled)
+    return following
