@@ -2,7 +2,8 @@
 
 (a) a raw psycopg loop per message (session check, claim, ACK): the database's ceiling at batch 1;
 (b) the HTTP API at batch 1 (GET ?max=1, then ACK), against (a);
-(c) the HTTP API at batch 100, against the raw loop at batch 100;
+(c) the HTTP API at batch 100, against the raw loop at batch 100: GET then ACK, and (c)next, each
+    ACK receiving the next batch (one request per batch);
 (d) long polling: latency from send to receive;
 (e) an authenticated GET /api/exchange/whoami against a bare Django view on the same server;
 (f) receive latency with 1,000 and with 1,000,000 messages waiting (two consumers' queues in one
@@ -89,7 +90,7 @@ class Bench:
             for key in keys[1:]:
                 self.before[key] = self.before[keys[0]]
             reads = index_reads(self.database_url)
-            results = in_turns(*runs, self.plan) if len(runs) == 2 else (runs[0](self.plan),)
+            results = in_turns(*runs, plan=self.plan) if len(runs) > 1 else (runs[0](self.plan),)
             time.sleep(1.5)  # backends publish their statistics about once a second
             self.indexes[keys[-1]] = index_note(reads, index_reads(self.database_url))
             if all(result.empty == 0 for result in results):
@@ -172,17 +173,19 @@ def batch_1(bench: Bench, phases: set[str]) -> None:
 
 
 def batch_100(bench: Bench) -> None:
-    """(c)raw and (c), in turns."""
-    log("(c) raw psycopg loop and HTTP API, batch 100, in turns")
+    """(c)raw, (c) and (c)next, in turns."""
+    log("(c) raw psycopg loop, HTTP API and HTTP API with the ACK receiving, batch 100, in turns")
     with bench.profiled("c"):
-        a100, c = bench.throughput(
-            ("(c)raw", "(c)"),
+        a100, c, following = bench.throughput(
+            ("(c)raw", "(c)", "(c)next"),
             bench.plan.batch100_fill,
             bench.raw_loop_of(100),
             bench.http_of("queue", 100),
+            bench.http_of("next", 100),
         )
     bench.note("(c)raw", a100)
-    bench.note("(c)", c, f"  (HTTP p50 {c.p50_ms:.1f} ms, p99 {c.p99_ms:.1f} ms)")
+    for key, result in (("(c)", c), ("(c)next", following)):
+        bench.note(key, result, f"  (HTTP p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms)")
     bench.rows.append(
         Row(
             "(c)raw",
@@ -202,6 +205,15 @@ def batch_100(bench: Bench) -> None:
             f"{ratio:.2f} x (c)raw",
             ">= 0.50 x (c)raw",
             verdict(ratio >= 0.50),
+        )
+    )
+    bench.rows.append(
+        Row(
+            "(c)next",
+            "HTTP API, batch 100: each ACK of 100 receives the next 100 (one request per batch)",
+            fmt(following.rate),
+            "msgs/s",
+            f"{following.rate / a100.rate:.2f} x (c)raw",
         )
     )
 
@@ -235,7 +247,7 @@ def whoami_overhead(bench: Bench) -> None:
     bench.settle("(e)")
     bench.before["(e)bare"] = bench.before["(e)"]
     with bench.profiled("e"):
-        bare, who = in_turns(bench.http_of("bare"), bench.http_of("whoami"), bench.plan)
+        bare, who = in_turns(bench.http_of("bare"), bench.http_of("whoami"), plan=bench.plan)
     bench.note("(e)bare", bare, f"  (p50 {bare.p50_ms:.2f} ms)")
     bench.note("(e)", who, f"  (p50 {who.p50_ms:.2f} ms; errors {who.errors})")
     ratio = who.rate / bare.rate

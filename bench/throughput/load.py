@@ -2,8 +2,9 @@
 
 (a) and (c)raw run the platform's own receive and ACK statements from 8 processes, each on an
 autocommit connection; (b), (c) and (e) drive gunicorn with wrk (C, one connection per thread)
-and a Lua script that ACKs what each receive returned, so the client takes little CPU. The two
-figures of a ratio are measured in turns (``in_turns``).
+and a Lua script that ACKs what each receive returned (mode ``queue``), or whose ACKs also receive
+the next batch (mode ``next``), so the client takes little CPU. The figures of a ratio are
+measured in turns (``in_turns``).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
             small_queue=1_000,
             large_queue=1_000_000,
             batch1_fill=12_000,
-            batch100_fill=100_000,
+            batch100_fill=250_000,
         )
     if args.duration is not None:
         plan = Plan(**{**plan.__dict__, "duration": args.duration})
@@ -233,6 +234,8 @@ function init(args)
   else
     receive = wrk.format("GET", "/api/exchange/messages?max=" .. batch, auth)
     ack_headers = post
+    -- "next": each ACK also receives the next batch (the ACK's receive member)
+    ack_tail = mode == "next" and (',"receive":{"max":' .. batch .. '}}') or "}"
   end
 end
 
@@ -240,9 +243,19 @@ function request()
   if fixed then return fixed end
   if pending then
     return wrk.format("POST", "/api/exchange/messages/ack", ack_headers,
-                      '{"messageIds":[' .. pending .. ']}')
+                      '{"messageIds":[' .. pending .. ']' .. ack_tail)
   end
   return receive
+end
+
+-- The ids of the messages a receive answered, as a JSON list's items ("" when none).
+function received_ids(messages)
+  local ids = {}
+  for id in string.gmatch(messages, '"messageId"%%s*:%%s*"([%%x%%-]+)"') do
+    ids[#ids + 1] = '"' .. id .. '"'
+  end
+  received = received + #ids
+  return table.concat(ids, ",")
 end
 
 function response(status, headers, body)
@@ -252,20 +265,21 @@ function response(status, headers, body)
     return
   end
   if fixed then return end
+  local messages = body
   if pending then
-    for _ in string.gmatch(body, '"status":"acked"') do acked = acked + 1 end
+    local results, rest = body, ""
+    local at = string.find(body, '"messages":', 1, true)
+    if at then results, rest = string.sub(body, 1, at - 1), string.sub(body, at) end
+    for _ in string.gmatch(results, '"status":"acked"') do acked = acked + 1 end
     pending = nil
+    if mode ~= "next" then return end
+    messages = rest
+  end
+  local ids = received_ids(messages)
+  if ids == "" then
+    empty = empty + 1
   else
-    local ids = {}
-    for id in string.gmatch(body, '"messageId"%%s*:%%s*"([%%x%%-]+)"') do
-      ids[#ids + 1] = '"' .. id .. '"'
-    end
-    if #ids == 0 then
-      empty = empty + 1
-    else
-      received = received + #ids
-      pending = table.concat(ids, ",")
-    end
+    pending = ids
   end
 end
 
@@ -373,7 +387,7 @@ def wrk_run(
         wrk, script, server, plan.clients, plan.duration, mode, str(batch)
     )
     _, requests, acked, _, empty, bad, socket_errors, p50, p99 = figures
-    count = acked if mode == "queue" else requests - bad
+    count = acked if mode in ("queue", "next") else requests - bad
     return Throughput(
         rate=count / seconds,
         empty=empty,
@@ -385,17 +399,13 @@ def wrk_run(
 
 
 def in_turns(
-    first: Callable[[Plan], Throughput],
-    second: Callable[[Plan], Throughput],
-    plan: Plan,
-    rounds: int = 6,
-) -> tuple[Throughput, Throughput]:
-    """Two throughputs measured in turns (A B, B A, A B...), ``plan.duration`` in all for each,
-    every turn after a warm-up of its own: the machine's speed drifts (a raw loop measured one
-    phase after another moved from 899 to 1,123 msgs/s between runs of unchanged code), and a
-    ratio of two figures is only worth something if both saw the same machine."""
-    firsts, seconds = in_rotation([first, second], plan, rounds)
-    return combined(firsts), combined(seconds)
+    *runs: Callable[[Plan], Throughput], plan: Plan, rounds: int = 6
+) -> tuple[Throughput, ...]:
+    """Throughputs measured in turns (A B C, C B A, A B C...), ``plan.duration`` in all for
+    each, every turn after a warm-up of its own: the machine's speed drifts (a raw loop measured
+    one phase after another moved from 899 to 1,123 msgs/s between runs of unchanged code), and
+    a ratio of two figures is only worth something if both saw the same machine."""
+    return tuple(combined(turns) for turns in in_rotation(runs, plan, rounds))
 
 
 def in_rotation(
