@@ -5,7 +5,8 @@
 It builds a database (``exchange_hotpath``) as bench.throughput does, runs Django in this process
 with bench.settings, and calls each endpoint through Django's WSGI handler as gunicorn would (the
 database connection goes back to the pool after each request): CPU and wall ms per request for
-the bare view, whoami, receive and ACK (batch 1 and 100), then a cProfile of CPU time for each:
+the bare view, whoami, receive and ACK (batch 1 and 100, and an ACK of 100 receiving the next
+100), the sends, then a cProfile of CPU time for each:
 the share of a request spent in the platform's main steps, and the top functions. The figures
 leave out gunicorn and the network.
 """
@@ -132,9 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     manage(database_url, "migrate", "--no-input", "-v", "0")
     consumers, sender = principals_create(database_url, 1)
     consumer = consumers[0]
-    # Warm-up, measured and profiled calls: about 17 messages per batch-1 pair, with room (the
+    # Warm-up, measured and profiled calls: about 32 messages per batch-1 pair, with room (the
     # sends come last and queue their own).
-    queue_fill(database_url, [consumer.adapter_id], sender.adapter_id, 20 * count + 5000)
+    queue_fill(database_url, [consumer.adapter_id], sender.adapter_id, 40 * count + 10000)
     # Redis as production has it (the bench's own redis-server when REDIS_URL is unset).
     stack = contextlib.ExitStack()
     workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="hotpath-"))
@@ -218,6 +219,23 @@ def main(argv: list[str] | None = None) -> int:
 
             return call
 
+        def ack_receiving(batch: int) -> Callable[[], None]:
+            # Each ACK receives the next batch; the first call's ids come from a receive.
+            held: list[str] = []
+
+            def call() -> None:
+                nonlocal held
+                if not held:
+                    messages = request("/api/exchange/messages", f"max={batch}")["messages"]
+                    held = [message["messageId"] for message in messages]
+                body = {"messageIds": held, "receive": {"max": batch}}
+                messages = request("/api/exchange/messages/ack", body=body)["messages"]
+                if len(messages) != batch:
+                    raise SystemExit(f"an ACK's receive of {batch} returned {len(messages)}")
+                held = [message["messageId"] for message in messages]
+
+            return call
+
         def send(batch: int) -> Callable[[], None]:
             message = {"to": consumer.adapter_id, "type": "bench.order", "payload": PAYLOAD}
 
@@ -234,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             ("GET /api/exchange/whoami", whoami, count),
             ("receive ?max=1, then ACK it (2 requests)", receive_and_ack(1), count),
             ("receive ?max=100, then one ACK (2 requests)", receive_and_ack(100), count // 10),
+            ("ACK of 100 receiving the next 100 (1 request)", ack_receiving(100), count // 10),
             ("send 1 (POST /api/exchange/messages)", send(1), count),
             ("send 100 (POST /api/exchange/messages/batch)", send(100), count // 10),
         ]

@@ -21,7 +21,8 @@ the depth, purge and trim statements.
 # of the API has (json_build_object would write '"messageId" : ...'): a batch of 100 costs Python
 # no timestamp parsing and no re-encoding of payloads. Headers and payload are jsonb's text. The
 # receipt handle is base64url(message_id || lease_token), as services.messages.receipt_parse
-# reads it.
+# reads it. The rows come in queue order (RETURNING has none) with the id as text: Python sorts
+# nothing and builds no UUIDs.
 RECEIVE = """
 WITH picked AS (
     SELECT message_id FROM exchange_message
@@ -46,31 +47,36 @@ buried AS (
     SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
            first_received_at, receive_count, statement_timestamp(), 'MAX_DELIVERIES', leased_by
     FROM dead
+),
+claimed AS (
+    UPDATE exchange_message m
+    SET visible_at = statement_timestamp() + make_interval(secs => %(lease)s),
+        receive_count = m.receive_count + 1,
+        first_received_at = coalesce(m.first_received_at, statement_timestamp()),
+        lease_token = gen_random_uuid(),
+        leased_by = %(device)s
+    FROM picked p
+    WHERE m.message_id = p.message_id AND m.receive_count < %(max_deliveries)s
+    RETURNING m.seq, m.message_id, m.receive_count, concat(
+        '{"messageId":"', m.message_id,
+        '","receiptHandle":"', translate(
+            rtrim(encode(uuid_send(m.message_id) || uuid_send(m.lease_token), 'base64'), '='),
+            '+/', '-_'
+        ),
+        '","deliveryCount":', m.receive_count,
+        ',"redelivered":', CASE WHEN m.receive_count > 1 THEN 'true' ELSE 'false' END,
+        ',"enqueuedAt":"',
+        to_char(m.enqueued_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        '","leaseExpiresAt":"',
+        to_char(m.visible_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+        '","sender":', coalesce(m.sender_id::text, 'null'),
+        ',"type":', to_json(m.type),
+        ',"headers":', m.headers,
+        ',"payload":', m.payload,
+        '}'
+    ) AS json
 )
-UPDATE exchange_message m
-SET visible_at = statement_timestamp() + make_interval(secs => %(lease)s),
-    receive_count = m.receive_count + 1,
-    first_received_at = coalesce(m.first_received_at, statement_timestamp()),
-    lease_token = gen_random_uuid(),
-    leased_by = %(device)s
-FROM picked p
-WHERE m.message_id = p.message_id AND m.receive_count < %(max_deliveries)s
-RETURNING m.seq, m.message_id, m.receive_count, concat(
-    '{"messageId":"', m.message_id,
-    '","receiptHandle":"', translate(
-        rtrim(encode(uuid_send(m.message_id) || uuid_send(m.lease_token), 'base64'), '='),
-        '+/', '-_'
-    ),
-    '","deliveryCount":', m.receive_count,
-    ',"redelivered":', CASE WHEN m.receive_count > 1 THEN 'true' ELSE 'false' END,
-    ',"enqueuedAt":"', to_char(m.enqueued_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-    '","leaseExpiresAt":"', to_char(m.visible_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-    '","sender":', coalesce(m.sender_id::text, 'null'),
-    ',"type":', to_json(m.type),
-    ',"headers":', m.headers,
-    ',"payload":', m.payload,
-    '}'
-)
+SELECT message_id::text, receive_count, json FROM claimed ORDER BY seq
 """
 
 # Delete the recipient's messages and log them, whoever holds their lease (an ACK is never lost

@@ -145,7 +145,7 @@ def raw_loop(job: RawJob) -> RawOutcome:
             if not rows:
                 empty += measuring
                 continue
-            ids = ",".join(str(row[1]) for row in rows)  # the ACK takes them as one text
+            ids = ",".join(row[0] for row in rows)  # the ACK takes them as one text
             done = conn.execute(
                 job.ack_sql, {"recipient": job.recipient, "ids": ids, "device": job.device_key}
             ).fetchall()

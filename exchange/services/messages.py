@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any, Literal, NamedTuple, cast
 
 from django.conf import settings
 from django.db import connection
@@ -54,9 +54,11 @@ class Sent:
     duplicate: bool
 
 
-@dataclass(frozen=True)
-class Delivery:
-    message_id: uuid.UUID
+class Delivery(NamedTuple):
+    """A received message: a row of queries.RECEIVE as it comes (a tuple, made without a Python
+    __init__: a receive makes up to 100)."""
+
+    message_id: str  # canonical text, as the ACK takes it
     delivery_count: int
     json: str  # the delivery as the API shows it, rendered by PostgreSQL (queries.RECEIVE)
 
@@ -313,9 +315,7 @@ def _claim(
                 "max_deliveries": settings.EXCHANGE_MAX_DELIVERIES,
             },
         )
-        rows = cursor.fetchall()
-    rows.sort(key=lambda row: row[0])  # RETURNING has no order; the queue's is seq
-    deliveries = [Delivery(message_id=row[1], delivery_count=row[2], json=row[3]) for row in rows]
+        deliveries = list(map(Delivery._make, cursor.fetchall()))
     redelivered = sum(1 for delivery in deliveries if delivery.redelivered)
     if redelivered:
         metrics.redeliveries.inc(redelivered)
