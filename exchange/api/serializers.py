@@ -387,7 +387,7 @@ class ResultsOutput(serializers.Serializer[Any]):
     results = ResultOutput(many=True)
 
 
-class ResultsReceivedOutput(ResultsOutput):
+class AckOutput(ResultsOutput):
     messages = DeliveryOutput(
         many=True, required=False, help_text="Present when the request asked to receive."
     )

@@ -17,13 +17,13 @@ from accounts.permissions import IsAdapter
 from exchange.api.serializers import (
     IDEMPOTENCY_KEY,
     AckInput,
+    AckOutput,
     LeaseInput,
     ReceiveInput,
     ReceiveOutput,
     ReleaseInput,
     ResultOutput,
     ResultsOutput,
-    ResultsReceivedOutput,
     SendBatchInput,
     SendBatchOutput,
     SendInput,
@@ -235,7 +235,7 @@ class MessagesAckApi(ExchangeApi):
         description="With receive, the ACK is committed first and the answer also holds the "
         "messages that GET /api/exchange/messages with those options would have answered.",
         request=AckInput,
-        responses={200: ResultsReceivedOutput, **problem_responses(*ERRORS)},
+        responses={200: AckOutput, **problem_responses(*ERRORS)},
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest) -> HttpResponse:

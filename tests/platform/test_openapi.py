@@ -255,6 +255,7 @@ OPERATION_TAGS = {
 }
 COMPONENTS = {
     "AckInputRequest",
+    "AckOutput",
     "AdapterCreateInputRequest",
     "AdapterCredentialsOutput",
     "AdapterListOutput",
@@ -287,7 +288,6 @@ COMPONENTS = {
     "ResetPasswordInputRequest",
     "ResultOutput",
     "ResultsOutput",
-    "ResultsReceivedOutput",
     "RouteCreateInput",
     "RouteCreateInputRequest",
     "SendBatchInputRequest",

@@ -99,7 +99,7 @@ def generated(gunicorn: Gunicorn, tmp_path_factory: pytest.TempPathFactory) -> I
             del sys.modules[name]
 
 
-def test_a_client_generated_from_the_live_schema_sends_receives_and_acks_a_message(
+def test_a_client_generated_from_the_live_schema_sends_receives_and_acks_messages(
     gunicorn: Gunicorn, generated: Any, adapters: dict[str, Adapter]
 ) -> None:
     sender, recipient = adapters["erp-sender"], adapters["erp-recipient"]
@@ -158,15 +158,34 @@ def test_a_client_generated_from_the_live_schema_sends_receives_and_acks_a_messa
         {"orderId": 1001},
     )
 
+    # The ACK that also receives (docs/exchange.md) brings the next message beside its results.
+    following = exchange_send.sync(
+        client=as_sender, body=order, idempotency_key="order-1002", x_device_id=SENDER_DEVICE
+    )
+    assert isinstance(following, models.SentOutput), following
     acked = exchange_ack.sync(
         client=as_recipient,
-        body=models.AckInputRequest(message_ids=[message.message_id]),
+        body=models.AckInputRequest(
+            message_ids=[message.message_id], receive=models.ReceiveOptionsRequest(max_=10)
+        ),
         x_device_id=RECIPIENT_DEVICE,
     )
-    assert isinstance(acked, models.ResultsOutput), acked
+    assert isinstance(acked, models.AckOutput), acked
     assert [(result.message_id, result.status) for result in acked.results] == [
         (sent.message_id, "acked")
     ]
+    assert [received.message_id for received in acked.messages] == [following.message_id]
+
+    acked = exchange_ack.sync(
+        client=as_recipient,
+        body=models.AckInputRequest(message_ids=[following.message_id]),
+        x_device_id=RECIPIENT_DEVICE,
+    )
+    assert isinstance(acked, models.AckOutput), acked
+    assert [(result.message_id, result.status) for result in acked.results] == [
+        (following.message_id, "acked")
+    ]
+    assert "messages" not in acked.to_dict()  # asked for no receive
 
     # The device id is per call: a call that leaves it out comes from another device.
     refused = exchange_whoami.sync(client=as_recipient)
