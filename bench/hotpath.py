@@ -56,6 +56,11 @@ STEPS = [
     ("receive service (claim SQL + rows)", "exchange/services/messages.py", "messages_receive"),
     ("  long-poll listener bookkeeping", "exchange/wakeups.py", "expect"),
     ("ACK service (SQL)", "exchange/services/messages.py", "messages_ack"),
+    (
+        "ACK + receive service (one round trip)",
+        "exchange/services/messages.py",
+        "messages_ack_receive",
+    ),
     ("send service", "exchange/services/messages.py", "messages_send"),
     ("  batch items (serializers)", "exchange/api/serializers.py", "batch_items"),
     ("input serializers (is_valid)", "rest_framework/serializers.py", "is_valid"),

@@ -5,10 +5,11 @@ would be the start of an enclosing transaction, which stands still.
 
 Receive and ACK each run as a single autocommit statement: one round trip, no transaction held
 across Python code, and row locks taken with SKIP LOCKED so parallel consumers never wait on
-each other. Tests pin what each statement does: tests/exchange/test_messages_api.py through the
-API (receive, redelivery, dead letters, ACK, nack, lease, stats, redrive),
-tests/exchange/test_long_poll.py with parallel consumers, tests/exchange/test_bounded_queues.py
-the depth, purge and trim statements.
+each other. An ACK that also receives sends ACK and RECEIVE together, one transaction in one
+round trip (services.messages.messages_ack_receive). Tests pin what each statement does:
+tests/exchange/test_messages_api.py through the API (receive, redelivery, dead letters, ACK,
+nack, lease, stats, redrive), tests/exchange/test_long_poll.py with parallel consumers,
+tests/exchange/test_bounded_queues.py the depth, purge and trim statements.
 """
 
 # Claim up to %(max)s messages for one consumer instance. A message this instance already holds

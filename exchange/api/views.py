@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from typing import Any, cast
 
 from django.http import HttpResponse
@@ -45,6 +46,7 @@ from exchange.services.messages import (
     leases_extend,
     message_send,
     messages_ack,
+    messages_ack_receive,
     messages_receive,
     messages_release,
     messages_send,
@@ -71,14 +73,8 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 ERRORS = (400, 401, 403, 429)
 
 
-def _received(request: AuthenticatedRequest, options: dict[str, int]) -> list[Delivery]:
-    return messages_receive(
-        adapter=request.user,
-        device_key=request.auth.device.key,
-        max_messages=options["max"],
-        lease_seconds=options["leaseSeconds"],
-        wait_seconds=options["waitSeconds"],
-    )
+def _results(acked: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"messageId": message_id, "status": status} for message_id, status in acked]
 
 
 def deliveries_response(opening: str, deliveries: list[Delivery]) -> HttpResponse:
@@ -149,7 +145,14 @@ class MessagesApi(ExchangeApi):
     )
     def get(self, request: AuthenticatedRequest) -> HttpResponse:
         options = receive_options(request.query_params)
-        return deliveries_response("{", _received(request, options))
+        deliveries = messages_receive(
+            adapter=request.user,
+            device_key=request.auth.device.key,
+            max_messages=options["max"],
+            lease_seconds=options["leaseSeconds"],
+            wait_seconds=options["waitSeconds"],
+        )
+        return deliveries_response("{", deliveries)
 
     @extend_schema(
         operation_id="exchange_send",
@@ -232,22 +235,29 @@ class MessagesAckApi(ExchangeApi):
     @extend_schema(
         operation_id="exchange_ack",
         summary="Acknowledge messages: acked, alreadyAcked, deadLettered or notFound each",
-        description="With receive, the ACK is committed first and the answer also holds the "
-        "messages that GET /api/exchange/messages with those options would have answered.",
+        description="With receive, the ACK and then a receive run as one transaction, and the "
+        "answer also holds the messages that GET /api/exchange/messages with those options would "
+        "have answered after the ACK.",
         request=AckInput,
         responses={200: AckOutput, **problem_responses(*ERRORS)},
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest) -> HttpResponse:
         message_ids, receive = ack_input(request.data)
-        acked = messages_ack(
-            adapter=request.user, device_key=request.auth.device.key, message_ids=message_ids
-        )
-        results = {"results": [{"messageId": mid, "status": status} for mid, status in acked]}
+        adapter, device_key = request.user, request.auth.device.key
         if receive is None:
-            return json_response(results)
-        opening = json.dumps(results, ensure_ascii=False, separators=(",", ":"))[:-1] + ","
-        return deliveries_response(opening, _received(request, receive))
+            acked = messages_ack(adapter=adapter, device_key=device_key, message_ids=message_ids)
+            return json_response({"results": _results(acked)})
+        acked, deliveries = messages_ack_receive(
+            adapter=adapter,
+            device_key=device_key,
+            message_ids=message_ids,
+            max_messages=receive["max"],
+            lease_seconds=receive["leaseSeconds"],
+            wait_seconds=receive["waitSeconds"],
+        )
+        results = json.dumps({"results": _results(acked)}, separators=(",", ":"))
+        return deliveries_response(results[:-1] + ",", deliveries)
 
 
 class MessageAckApi(ExchangeApi):

@@ -306,16 +306,26 @@ def _claim(
 ) -> list[Delivery]:
     with prepared_cursor() as cursor:
         cursor.execute(
-            queries.RECEIVE,
-            {
-                "recipient": adapter.pk,
-                "device": device_key,
-                "max": max_messages,
-                "lease": lease_seconds,
-                "max_deliveries": settings.EXCHANGE_MAX_DELIVERIES,
-            },
+            queries.RECEIVE, _claim_parameters(adapter, device_key, max_messages, lease_seconds)
         )
-        deliveries = list(map(Delivery._make, cursor.fetchall()))
+        return _deliveries(cursor.fetchall())
+
+
+def _claim_parameters(
+    adapter: User, device_key: str, max_messages: int, lease_seconds: int
+) -> dict[str, Any]:
+    return {
+        "recipient": adapter.pk,
+        "device": device_key,
+        "max": max_messages,
+        "lease": lease_seconds,
+        "max_deliveries": settings.EXCHANGE_MAX_DELIVERIES,
+    }
+
+
+def _deliveries(rows: list[tuple[str, int, str]]) -> list[Delivery]:
+    """queries.RECEIVE's rows, counted in the redeliveries metric."""
+    deliveries = list(map(Delivery._make, rows))
     redelivered = sum(1 for delivery in deliveries if delivery.redelivered)
     if redelivered:
         metrics.redeliveries.inc(redelivered)
@@ -363,12 +373,59 @@ def messages_ack(
     """
     unique = list(dict.fromkeys(map(str, message_ids)))
     with prepared_cursor() as cursor:
-        cursor.execute(
-            queries.ACK, {"recipient": adapter.pk, "ids": ",".join(unique), "device": device_key}
-        )
-        statuses: dict[str, AckStatus] = {row[0]: "acked" for row in cursor.fetchall()}
-        missing = [message_id for message_id in unique if message_id not in statuses]
-        if missing:
+        cursor.execute(queries.ACK, _ack_parameters(adapter, device_key, unique))
+        acked = cursor.fetchall()
+    return _ack_results(adapter, unique, acked)
+
+
+def messages_ack_receive(
+    *,
+    adapter: User,
+    device_key: str,
+    message_ids: Sequence[uuid.UUID | str],
+    max_messages: int,
+    lease_seconds: int,
+    wait_seconds: float,
+) -> tuple[list[tuple[str, AckStatus]], list[Delivery]]:
+    """``messages_ack``, then ``messages_receive``, as one transaction: the claim sees the ACK
+    done, so nothing acknowledged comes back, and neither happens if either fails. Both
+    statements go to PostgreSQL in one round trip (psycopg's pipeline mode, whose statements up
+    to a sync are one implicit transaction); a long poll waits after the commit, holding nothing.
+    """
+    unique = list(dict.fromkeys(map(str, message_ids)))
+    with prepared_cursor() as acking, prepared_cursor() as claiming:
+        with connection.wrap_database_errors, connection.connection.pipeline():
+            acking.execute(queries.ACK, _ack_parameters(adapter, device_key, unique))
+            claiming.execute(
+                queries.RECEIVE, _claim_parameters(adapter, device_key, max_messages, lease_seconds)
+            )
+        acked = acking.fetchall()
+        deliveries = _deliveries(claiming.fetchall())
+    results = _ack_results(adapter, unique, acked)
+    if deliveries or wait_seconds <= 0:
+        return results, deliveries
+    return results, messages_receive(
+        adapter=adapter,
+        device_key=device_key,
+        max_messages=max_messages,
+        lease_seconds=lease_seconds,
+        wait_seconds=wait_seconds,
+    )
+
+
+def _ack_parameters(adapter: User, device_key: str, unique: list[str]) -> dict[str, Any]:
+    return {"recipient": adapter.pk, "ids": ",".join(unique), "device": device_key}
+
+
+def _ack_results(
+    adapter: User, unique: list[str], acked: list[tuple[str]]
+) -> list[tuple[str, AckStatus]]:
+    """Each id's status, in the order given: acked (``acked``, the ACK statement's rows), or why
+    not."""
+    statuses: dict[str, AckStatus] = {row[0]: "acked" for row in acked}
+    missing = [message_id for message_id in unique if message_id not in statuses]
+    if missing:
+        with prepared_cursor() as cursor:
             cursor.execute(queries.ACK_LOOKUP, {"recipient": adapter.pk, "ids": ",".join(missing)})
             statuses.update({row[0]: row[1] for row in cursor.fetchall()})
     return [(message_id, statuses.get(message_id, "notFound")) for message_id in unique]

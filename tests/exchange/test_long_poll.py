@@ -11,12 +11,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import DataError, connection, connections
 
 from accounts.models import User
 from exchange.models import DeliveryLog, Message
 from exchange.services import messages as messages_module
-from exchange.services.messages import message_send, messages_ack, messages_receive
+from exchange.services.messages import (
+    message_send,
+    messages_ack,
+    messages_ack_receive,
+    messages_receive,
+)
 from exchange.wakeups import wakeups
 from tests.conftest import ApiClient, LongPolls
 from tests.factories import AdapterFactory, UserFactory
@@ -107,6 +112,33 @@ def test_a_receive_that_finds_messages_does_not_wait(pair):
 
     assert len(result["value"].json()["messages"]) == 1
     assert result["seconds"] < 10
+
+
+def test_an_ack_that_receives_commits_with_its_claim_or_not_at_all(pair):
+    """The ACK and the claim go to PostgreSQL in one round trip, as one transaction: a claim
+    that fails leaves the ACK undone, and the connection serves the next call."""
+    consumer, sender = pair
+    message_id = send_to(sender, consumer)
+    [held] = messages_receive(
+        adapter=consumer, device_key="d:1", max_messages=1, lease_seconds=30, wait_seconds=0
+    )
+    then_receive = {"adapter": consumer, "device_key": "d:1", "lease_seconds": 30}
+
+    with pytest.raises(DataError):  # LIMIT -1: the claim fails, after the ACK has run
+        messages_ack_receive(
+            message_ids=[held.message_id], max_messages=-1, wait_seconds=0, **then_receive
+        )
+    undone = (
+        Message.objects.filter(message_id=message_id).exists(),
+        DeliveryLog.objects.filter(message_id=message_id).exists(),
+    )
+    acked, following = messages_ack_receive(
+        message_ids=[held.message_id], max_messages=10, wait_seconds=0, **then_receive
+    )
+
+    assert undone == (True, False)
+    assert (acked, following) == ([(str(message_id), "acked")], [])
+    assert not Message.objects.exists()
 
 
 def test_an_ack_that_receives_commits_the_ack_before_it_waits_and_wakes_on_a_send(

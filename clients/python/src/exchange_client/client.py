@@ -271,8 +271,8 @@ class ExchangeClient:
         lease_seconds: int = 30,
     ) -> tuple[dict[str, str], list[Message]]:
         """Acknowledge messages (or message ids), then receive as ``receive()`` would, in one
-        request (one per 100 ids): ``({messageId: status}, messages)``. The platform commits the
-        ACK before it receives, so nothing acknowledged comes back."""
+        request (one per 100 ids): ``({messageId: status}, messages)``. The platform acknowledges
+        before it receives, so nothing acknowledged comes back."""
         ids = [m.message_id if isinstance(m, Message) else m for m in messages]
         if not ids:
             return {}, self.receive(max_messages, wait_seconds, lease_seconds)
