@@ -11,7 +11,9 @@ prefilled queue at batch 1 and at batch 100 with:
 
 (a) a hand-written loop on a plain ``httpx.Client`` (HTTP/1.1, keep-alive): GET
     /api/exchange/messages?max=N&waitSeconds=0&leaseSeconds=30, a no-op handler per message,
-    then POST /api/exchange/messages/ack with the ids, Bearer token and X-Device-ID on both;
+    then POST /api/exchange/messages/ack with the ids and the next receive's options, which
+    answers the next batch (docs/exchange.md, "Acknowledging and receiving in one request"), and
+    so on, Bearer token and X-Device-ID on every request: the requests consume() makes;
 (b) ``ExchangeClient(...).consume(handler, batch=N, wait=0, until_empty=True)`` with the same
     no-op handler: the library's loop as an adapter runs it (Message objects, the lease keeper,
     the token and retry wrappers all included).
@@ -28,7 +30,8 @@ Exit status 0 when both ratios reach 0.9 x, 1 otherwise. docs/performance.md has
 
 ``--breakdown`` measures instead, in this process and without a server (httpx.MockTransport
 answering from memory), the CPU per message of the hand-written loop, of the same loop on the
-client's receive() and ack(), and of consume(): what each layer of the client adds.
+client's receive() and ack_and_receive(), and of consume(): what each layer of the client
+adds.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ TARGET = 0.9
 # The unmeasured first drain per side and batch size: warms both up and sizes the queues.
 WARM_UP_DEPTH = {1: 400, 100: 8_000}
 HAND = "hand-written httpx loop"
-CALLS = "client.receive() + client.ack()"
+CALLS = "receive() + ack_and_receive()"
 LIBRARY = "ExchangeClient.consume()"
 
 
@@ -91,27 +94,32 @@ def handle(message: object) -> None:
 
 
 def hand_written(http: httpx.Client, batch: int) -> int:
-    """Receive, handle and ACK until a receive finds nothing; the messages acknowledged.
+    """Receive, handle, then ACK receiving the next batch, until a receive finds nothing; the
+    messages acknowledged.
 
-    What an adapter's developer writes with httpx: the query string built once (as in
-    docs/adapters.md's consumer), the JSON parsed, the handler called per message, the ACK's
-    results read, and any error answer stops it."""
+    What an adapter's developer writes with httpx: the query string and the receive's options
+    built once (as in docs/adapters.md's consumer), the JSON parsed, the handler called per
+    message, the ACK's results read, and any error answer stops it."""
     receive = f"/api/exchange/messages?max={batch}&waitSeconds=0&leaseSeconds={LEASE_SECONDS}"
+    options = {"max": batch, "waitSeconds": 0, "leaseSeconds": LEASE_SECONDS}
+    answer = http.get(receive)
+    if answer.status_code != 200:
+        raise SystemExit(f"receive: {answer.status_code} {answer.text[:300]}")
+    messages = answer.json()["messages"]
     acked = 0
-    while True:
-        answer = http.get(receive)
-        if answer.status_code != 200:
-            raise SystemExit(f"receive: {answer.status_code} {answer.text[:300]}")
-        messages = answer.json()["messages"]
-        if not messages:
-            return acked
+    while messages:
         for message in messages:
             handle(message)
         ids = [message["messageId"] for message in messages]
-        answer = http.post("/api/exchange/messages/ack", json={"messageIds": ids})
+        answer = http.post(
+            "/api/exchange/messages/ack", json={"messageIds": ids, "receive": options}
+        )
         if answer.status_code != 200:
             raise SystemExit(f"ACK: {answer.status_code} {answer.text[:300]}")
-        acked += sum(result["status"] == "acked" for result in answer.json()["results"])
+        body = answer.json()
+        acked += sum(result["status"] == "acked" for result in body["results"])
+        messages = body["messages"]
+    return acked
 
 
 def library(client: ExchangeClient, batch: int) -> int:
@@ -267,38 +275,47 @@ def canned_message(number: int) -> dict[str, Any]:
 
 
 def canned_transport(batch: int, total: int) -> httpx.MockTransport:
-    """The platform's answers from memory: ``total`` messages in receives of ``batch``, then empty
-    receives; each ACK acknowledges them. Without a server, only the client's CPU is left."""
+    """The platform's answers from memory: ``total`` messages in receives of ``batch`` (a GET's,
+    or an ACK's that receives), then none; each ACK acknowledges them. Without a server, only
+    the client's CPU is left."""
     messages = [canned_message(number) for number in range(batch)]
-    results = [{"messageId": message["messageId"], "status": "acked"} for message in messages]
-    tokens = {"accessToken": TOKEN, "refreshToken": TOKEN}
-    bodies = {
-        "/api/exchange/messages/ack": json.dumps({"results": results}).encode(),
-        "/api/auth/login/username": json.dumps(tokens).encode(),
-    }
-    full, empty = json.dumps({"messages": messages}).encode(), b'{"messages":[]}'
+    results = json.dumps([{"messageId": m["messageId"], "status": "acked"} for m in messages])
+    full, empty = json.dumps(messages), "[]"
+    tokens = json.dumps({"accessToken": TOKEN, "refreshToken": TOKEN}).encode()
     left = total
 
     def answer(request: httpx.Request) -> httpx.Response:
         nonlocal left
-        body = bodies.get(request.url.path, b"{}")
         headers = {"Content-Type": "application/json"}
-        if request.url.path == "/api/exchange/messages":
-            body, left = (full, left - batch) if left > 0 else (empty, left)
-        elif request.url.path == "/api/auth/login/username":
+        path, body = request.url.path, b"{}"
+        if path == "/api/auth/login/username":
             headers["Set-Cookie"] = SIGN_IN_COOKIE
+            body = tokens
+        elif path in ("/api/exchange/messages", "/api/exchange/messages/ack"):
+            receives = path == "/api/exchange/messages" or b'"receive"' in request.content
+            received = ""
+            if receives:
+                received, left = (full, left - batch) if left > 0 else (empty, left)
+            if path == "/api/exchange/messages":
+                body = f'{{"messages":{received}}}'.encode()
+            elif receives:
+                body = f'{{"results":{results},"messages":{received}}}'.encode()
+            else:
+                body = f'{{"results":{results}}}'.encode()
         return httpx.Response(200, content=body, headers=headers)
 
     return httpx.MockTransport(answer)
 
 
 def by_calls(client: ExchangeClient, batch: int) -> int:
-    """The hand-written loop on the client's calls: receive(), the handler, ack()."""
+    """The hand-written loop on the client's calls: receive(), the handler, ack_and_receive()."""
     acked = 0
-    while messages := client.receive(batch, 0, LEASE_SECONDS):
+    messages = client.receive(batch, 0, LEASE_SECONDS)
+    while messages:
         for message in messages:
             handle(message)
-        acked += sum(status == "acked" for status in client.ack(messages).values())
+        results, messages = client.ack_and_receive(messages, batch, 0, LEASE_SECONDS)
+        acked += sum(status == "acked" for status in results.values())
     return acked
 
 
@@ -325,7 +342,7 @@ def breakdown() -> list[str]:
     """The client's CPU per message against the hand-written loop's, step by step, in this one
     process and without a server: the figures the server's noise hides."""
     loops = (HAND, CALLS, LIBRARY)
-    lines = [f"{'batch':>5}  {HAND:>23}  {CALLS:>30}  {LIBRARY:>26}  {'Message.from_json':>17}"]
+    lines = [f"{'batch':>5}  {HAND:>23}  {CALLS:>38}  {LIBRARY:>26}  {'Message.from_json':>17}"]
     raw = canned_message(1)
     for batch in BATCHES:
         cpu: dict[str, list[float]] = {loop: [] for loop in loops}
@@ -336,7 +353,7 @@ def breakdown() -> list[str]:
         parse = 1e6 * timeit.timeit(lambda: Message.from_json(raw), number=20_000) / 20_000
         calls, consume = us[CALLS] - us[HAND], us[LIBRARY] - us[CALLS]
         lines.append(
-            f"{batch:>5}  {us[HAND]:>20.1f} us  {us[CALLS]:>18.1f} us ({calls:+6.1f})"
+            f"{batch:>5}  {us[HAND]:>20.1f} us  {us[CALLS]:>26.1f} us ({calls:+6.1f})"
             f"  {us[LIBRARY]:>14.1f} us ({consume:+6.1f})  {parse:>14.1f} us"
         )
     return lines

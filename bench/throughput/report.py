@@ -91,7 +91,7 @@ def report(setting: Setting, rows: list[Row], notes: list[str], profiles: list[s
         f"server: gunicorn gthread {setting.workers} workers x {setting.threads} threads, "
         f"Django pool max {setting.pool_max} per worker; Redis: " + setting.redis,
         f"load: {setting.clients} clients; {setting.duration:g} s measured per throughput figure, "
-        "the two figures of each ratio in turns (a warm-up of 1 s before each turn)"
+        "the figures of each ratio in turns (a warm-up of 1 s before each turn)"
         + (" (--quick)" if setting.quick else ""),
     ]
     if setting.rabbitmq:
