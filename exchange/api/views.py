@@ -77,10 +77,10 @@ def _results(acked: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
     return [{"messageId": message_id, "status": status} for message_id, status in acked]
 
 
-def deliveries_response(opening: str, deliveries: list[Delivery]) -> HttpResponse:
-    """A JSON object whose last member is ``messages``: ``opening`` holds the members before it
-    (``{`` and, for an ACK, its results). Each delivery is already its JSON, rendered by
-    PostgreSQL (exchange/queries.py)."""
+def deliveries_response(deliveries: list[Delivery], **before: Any) -> HttpResponse:
+    """A JSON object of the members ``before`` (an ACK's results) and then ``messages``. Each
+    delivery is already its JSON, rendered by PostgreSQL (exchange/queries.py)."""
+    opening = _json(before)[:-1] + ("," if before else "")
     body = opening + '"messages":[' + ",".join(delivery.json for delivery in deliveries) + "]}"
     response = HttpResponse(body, content_type="application/json")
     response["Cache-Control"] = "no-store"
@@ -91,8 +91,11 @@ def json_response(data: Any, status: int = 200) -> HttpResponse:
     """The exchange's answers are plain JSON (strings, numbers, lists): written out directly,
     as DRF's JSONRenderer would write them, without a Response to render per request. DRF's
     negotiation has already refused any Accept header that JSON does not satisfy."""
-    body = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return HttpResponse(body, content_type="application/json", status=status)
+    return HttpResponse(_json(data), content_type="application/json", status=status)
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 class ExchangeApi(RateLimitedApiMixin, APIView):
@@ -152,7 +155,7 @@ class MessagesApi(ExchangeApi):
             lease_seconds=options["leaseSeconds"],
             wait_seconds=options["waitSeconds"],
         )
-        return deliveries_response("{", deliveries)
+        return deliveries_response(deliveries)
 
     @extend_schema(
         operation_id="exchange_send",
@@ -256,8 +259,7 @@ class MessagesAckApi(ExchangeApi):
             lease_seconds=receive["leaseSeconds"],
             wait_seconds=receive["waitSeconds"],
         )
-        results = json.dumps({"results": _results(acked)}, separators=(",", ":"))
-        return deliveries_response(results[:-1] + ",", deliveries)
+        return deliveries_response(deliveries, results=_results(acked))
 
 
 class MessageAckApi(ExchangeApi):

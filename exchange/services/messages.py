@@ -338,6 +338,22 @@ def messages_receive(
     """Lease up to ``max_messages`` for this consumer instance (``device_key``), waiting up to
     ``wait_seconds`` for one to arrive. Messages the instance holds unacknowledged come first."""
     deadline = time.monotonic() + wait_seconds
+    deliveries = _claim(
+        adapter=adapter,
+        device_key=device_key,
+        max_messages=max_messages,
+        lease_seconds=lease_seconds,
+    )
+    if deliveries or wait_seconds <= 0:
+        return deliveries
+    return _claimed_on_arrival(adapter, device_key, max_messages, lease_seconds, deadline)
+
+
+def _claimed_on_arrival(
+    adapter: User, device_key: str, max_messages: int, lease_seconds: int, deadline: float
+) -> list[Delivery]:
+    """After a claim that found nothing: wait until a send to ``adapter`` is notified (or the
+    fallback poll comes), claim again, until something is claimed or ``deadline`` passes."""
     claim = functools.partial(
         _claim,
         adapter=adapter,
@@ -345,13 +361,10 @@ def messages_receive(
         max_messages=max_messages,
         lease_seconds=lease_seconds,
     )
-    deliveries = claim()
-    if deliveries or wait_seconds <= 0:
-        return deliveries
     with wakeups.waiting_slot(), wakeups.expect(adapter.pk) as arrived:
         while True:
-            # The first pass also catches a send that committed between the claim above and
-            # registering for its notification.
+            # The first pass also catches a send that committed between the claim that found
+            # nothing and registering for its notification.
             deliveries = claim()
             remaining = deadline - time.monotonic()
             if deliveries or remaining <= 0:
@@ -392,6 +405,7 @@ def messages_ack_receive(
     statements go to PostgreSQL in one round trip (psycopg's pipeline mode, whose statements up
     to a sync are one implicit transaction); a long poll waits after the commit, holding nothing.
     """
+    deadline = time.monotonic() + wait_seconds
     unique = list(dict.fromkeys(map(str, message_ids)))
     with prepared_cursor() as acking, prepared_cursor() as claiming:
         with connection.wrap_database_errors, connection.connection.pipeline():
@@ -404,13 +418,7 @@ def messages_ack_receive(
     results = _ack_results(adapter, unique, acked)
     if deliveries or wait_seconds <= 0:
         return results, deliveries
-    return results, messages_receive(
-        adapter=adapter,
-        device_key=device_key,
-        max_messages=max_messages,
-        lease_seconds=lease_seconds,
-        wait_seconds=wait_seconds,
-    )
+    return results, _claimed_on_arrival(adapter, device_key, max_messages, lease_seconds, deadline)
 
 
 def _ack_parameters(adapter: User, device_key: str, unique: list[str]) -> dict[str, Any]:

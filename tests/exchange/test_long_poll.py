@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.db import DataError, connection, connections
+from django.test.utils import CaptureQueriesContext
 
 from accounts.models import User
 from exchange.models import DeliveryLog, Message
@@ -139,6 +140,30 @@ def test_an_ack_that_receives_commits_with_its_claim_or_not_at_all(pair):
     assert undone == (True, False)
     assert (acked, following) == ([(str(message_id), "acked")], [])
     assert not Message.objects.exists()
+
+
+def test_an_ack_that_receives_nothing_waits_without_claiming_twice_first(pair, monkeypatch):
+    """The pipelined claim that found nothing is the long poll's first: the wait registers and
+    claims once more (for a send that committed in between), and once when the wait ends. No
+    message is sent here, so no notification can end the wait early."""
+    consumer, _ = pair
+    without_fallback_poll(monkeypatch)
+    unknown = uuid.uuid4()
+
+    with CaptureQueriesContext(connection) as statements:
+        acked, following = messages_ack_receive(
+            adapter=consumer,
+            device_key="d:1",
+            message_ids=[unknown],
+            max_messages=10,
+            lease_seconds=30,
+            wait_seconds=0.2,
+        )
+
+    assert (acked, following) == ([(str(unknown), "notFound")], [])
+    # The ACK, the first claim, the lookup of why the id was not acked, then two claims. (By
+    # count: a prepared statement's text is not logged.)
+    assert len(statements.captured_queries) == 5
 
 
 def test_an_ack_that_receives_commits_the_ack_before_it_waits_and_wakes_on_a_send(
