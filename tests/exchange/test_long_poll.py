@@ -178,6 +178,8 @@ def test_an_ack_that_receives_commits_the_ack_before_it_waits_and_wakes_on_a_sen
     body = {"messageIds": [held["messageId"]], "receive": {"max": 10, "waitSeconds": 20}}
     thread, result = in_thread(lambda: client.call("post", "/api/exchange/messages/ack", body))
     long_polls.waiting(1)
+    # The wait starts the listener: a send before it listens would wake nothing.
+    assert wakeups.listening.wait(timeout=10), "the listener never listened"
 
     # While the request waits, its ACK is already committed: seen from another connection.
     acked_meanwhile = DeliveryLog.objects.filter(message_id=acked_id).exists()
