@@ -264,8 +264,13 @@ class LongPolls:
     the order they register. A test acts when a long poll really waits (in Event.wait, its database
     connection handed back), not after a guessed delay; the live server's threads count too."""
 
-    def __init__(self, expect: Callable[[int], AbstractContextManager[threading.Event]]) -> None:
+    def __init__(
+        self,
+        expect: Callable[[int], AbstractContextManager[threading.Event]],
+        listening: threading.Event,
+    ) -> None:
         self._expect = expect
+        self._listening = listening
         self._condition = threading.Condition()
         self._registered = 0
         self._waiting: set[int] = set()
@@ -300,11 +305,13 @@ class LongPolls:
             self._condition.notify_all()
 
     def waiting(self, number: int = 1, *, timeout: float = 10) -> None:
-        """Return once long poll ``number`` waits."""
+        """Return once long poll ``number`` waits and the process's listener listens: the first
+        wait starts the listener, and a send before it listens would wake nobody."""
         with self._condition:
             assert self._condition.wait_for(lambda: number in self._waiting, timeout), (
                 f"long poll {number} never waited"
             )
+        assert self._listening.wait(timeout), "the listener never listened"
 
     def before_waiting(self, number: int, action: Callable[[], None]) -> None:
         """Run ``action`` in long poll ``number``'s thread as it starts to wait, before the wait."""
@@ -318,7 +325,7 @@ def long_polls(monkeypatch: pytest.MonkeyPatch) -> Iterator[LongPolls]:
     whose connection would keep the test database from being dropped."""
     from exchange.wakeups import wakeups
 
-    polls = LongPolls(wakeups.expect)
+    polls = LongPolls(wakeups.expect, wakeups.listening)
     monkeypatch.setattr(wakeups, "expect", polls.expect)
     yield polls
     wakeups.stop()
