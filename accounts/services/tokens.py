@@ -135,16 +135,36 @@ def _verified(token_class: type[Token], raw: str) -> Claims:
         raise TokenMalformed()
     if "nbf" in payload:
         raise TokenMalformed()
+    return _claims(payload)
+
+
+_ROLES = frozenset({ROLE_ADAPTER, ROLE_USER, ROLE_PASSWORD_RESET_REQUIRED})
+
+
+def _claims(payload: dict[str, Any]) -> Claims:
+    """The claims of a verified token, each of the type and shape token_pair_issue writes. A
+    correctly signed token of another shape (a key leaked to someone else's issuer, a claim
+    written by a future version) is TokenMalformed, never a crash further down."""
+    sub, sid, jti, role = (payload.get(name) for name in ("sub", "sid", "jti", "role"))
+    if not (isinstance(sub, str) and sub.isascii() and sub.isdigit() and len(sub) <= 19):
+        raise TokenMalformed()
+    if not (isinstance(jti, str) and 0 < len(jti) <= 64):
+        raise TokenMalformed()
+    if not (isinstance(role, str) and role in _ROLES):
+        raise TokenMalformed()
+    if not isinstance(sid, str):
+        raise TokenMalformed()
     try:
-        return Claims(
-            user_id=int(payload["sub"]),
-            session_id=uuid.UUID(payload["sid"]),
-            jti=str(payload["jti"]),
-            role=str(payload["role"]),
-            expires_at=datetime.fromtimestamp(int(payload["exp"]), tz=UTC),
-        )
-    except (KeyError, TypeError, ValueError):
+        session_id = uuid.UUID(sid)
+    except ValueError:
         raise TokenMalformed() from None
+    return Claims(
+        user_id=int(sub),
+        session_id=session_id,
+        jti=jti,
+        role=role,
+        expires_at=datetime.fromtimestamp(payload["exp"], tz=UTC),
+    )
 
 
 # A worker sees the same access token on every request of its lifetime (15 minutes by default):

@@ -377,3 +377,48 @@ def test_an_unreadable_refresh_token_is_named_as_such(consumer: ApiClient) -> No
 
     assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED")
     assert response.json()["detail"].startswith("The refresh token cannot be read")
+
+
+FOREIGN_SHAPES: list[Any] = [5, -1, 1.5, [1], {"a": 1}, None, True, "", "not ours", "٣", "1" * 40]
+
+
+def foreign_identity_claims() -> list[Any]:
+    """(claim, value): a shape token_pair_issue never writes for sub, sid, jti or role, or the
+    claim left out."""
+    cases = [
+        pytest.param(claim, value, id=f"{claim}-{value!r}")
+        for claim in ("sub", "sid", "jti", "role")
+        for value in FOREIGN_SHAPES
+        # A text sub of digits names a user, and a text jti is any id: those are accepted shapes.
+        if not (claim == "jti" and isinstance(value, str) and 0 < len(value) <= 64)
+    ]
+    cases += [
+        pytest.param(claim, MISSING, id=f"{claim}-missing") for claim in ("sub", "sid", "jti")
+    ]
+    cases.append(pytest.param("role", "ADMIN", id="role-unknown"))
+    return cases
+
+
+MISSING = object()
+
+
+@pytest.mark.parametrize(("claim", "value"), foreign_identity_claims())
+@pytest.mark.parametrize("kind", ["access", "refresh"])
+def test_identity_claims_of_a_shape_that_is_not_ours_are_401_token_malformed_never_500(
+    consumer, claim, value, kind
+):
+    claims = claims_of(consumer.tokens[f"{kind}Token"])
+    if value is MISSING:
+        del claims[claim]
+    else:
+        claims[claim] = value
+    token = signed(claims)
+
+    if kind == "access":
+        response = with_token(consumer, token)
+    else:
+        response = consumer.call("post", "/api/auth/refresh", {"refreshToken": token})
+
+    assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED"), (
+        response.content
+    )
