@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import IO, Any
@@ -34,6 +35,35 @@ def deepest(text: str) -> int:
         else:
             depth -= 1
     return most
+
+
+# A JSON number that a double cannot hold: 1e400 reads as infinity in Python, and PostgreSQL's json
+# refuses Infinity. Only a number with an exponent of three digits or more, or with 210 digits or
+# more before it, can overflow (a value below 10**(digits + exponent) needs digits + exponent >= 309
+# to reach the double's 1.8e308); a body without one is parsed at the C decoder's speed.
+_MAY_OVERFLOW = re.compile(r"\d[eE]\+?0*[1-9]\d\d|\d{210}")
+
+
+class NonFiniteNumber:
+    """A JSON number too large for a double, where the body had it. It is of no JSON type a field
+    accepts, so every serializer field refuses it as invalid (400 VALIDATION_FAILED on that field),
+    and json.dumps refuses it, so no service can store it."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"NonFiniteNumber({self.text[:20]!r})"
+
+    def __str__(self) -> str:
+        return self.text if len(self.text) <= 40 else f"{self.text[:37]}..."
+
+
+def _finite_float(text: str) -> float | NonFiniteNumber:
+    number = float(text)
+    return number if math.isfinite(number) else NonFiniteNumber(text)
 
 
 def _reject_constant(name: str) -> None:
@@ -83,7 +113,12 @@ class StrictJSONParser(JSONParser):
             raise PayloadTooLarge()
         try:
             text = raw.decode("utf-8")
-            data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+            data = json.loads(
+                text,
+                parse_constant=_reject_constant,
+                object_pairs_hook=_unique_keys,
+                parse_float=_finite_float if _MAY_OVERFLOW.search(text) else None,
+            )
         except UnicodeDecodeError:
             raise MalformedBody("The request body is not UTF-8.") from None
         except RecursionError:

@@ -378,12 +378,16 @@ EXCHANGE_LONG_POLL_MAX_WAITING = env_int("EXCHANGE_LONG_POLL_MAX_WAITING", 6, mi
 # Bodies above this answer 413 before they are read; the default leaves room for an exchange
 # message at EXCHANGE_MAX_PAYLOAD_BYTES with its envelope.
 HTTP_MAX_BODY_BYTES = env_int("HTTP_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
-DATA_UPLOAD_MAX_MEMORY_SIZE = HTTP_MAX_BODY_BYTES
 # A batch send (POST /api/exchange/messages/batch, up to 100 messages) has its own body limit,
 # never below HTTP_MAX_BODY_BYTES: any message that may be sent alone may be sent in a batch.
 EXCHANGE_BATCH_MAX_BODY_BYTES = env_int(
     "EXCHANGE_BATCH_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=HTTP_MAX_BODY_BYTES
 )
+# Django's own ceiling on a body read into memory (DRF reads every JSON body through
+# request.body) is the largest that any view takes. Each API view's limit is its own
+# (platform_site.errors.body_limit), checked on Content-Length before the body is read and by the
+# parser after: a ceiling at HTTP_MAX_BODY_BYTES refused every batch above it as 413.
+DATA_UPLOAD_MAX_MEMORY_SIZE = EXCHANGE_BATCH_MAX_BODY_BYTES
 
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)

@@ -50,6 +50,24 @@ def pytest_configure(config: pytest.Config) -> None:
     from platform_site.celery import app
 
     app.conf.task_always_eager = True
+    # Outermost, so that it sees each answer as the client gets it (tests/problem_answers.py).
+    settings.MIDDLEWARE = ["tests.problem_answers.AnswerRecorder", *settings.MIDDLEWARE]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _answers_the_schema_declares() -> Iterator[None]:
+    """After the run: every problem an operation of /api/schema/ answered in it is declared there,
+    with its status, code and members (tests/problem_answers.py). A missing one fails the run
+    (an error at the teardown of its last test) with the list."""
+    from tests.problem_answers import OBSERVED, generated_schema, undeclared
+
+    yield
+    found = undeclared(OBSERVED, generated_schema()) if OBSERVED else []
+    assert not found, (
+        "Answers that the OpenAPI schema does not declare: declare the error on the view "
+        "(@answers, platform_site/openapi.py) or where accounts/schema.py adds it.\n"
+        + "\n".join(found)
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -157,6 +175,12 @@ class ApiClient(Client):
             {} if body is None else {"data": json.dumps(body), "content_type": "application/json"}
         )
         return getattr(self, method)(path, **data, **self._headers(extra))
+
+    def call_text(self, method: str, path: str, text: str, **extra: Any) -> Any:
+        """``call`` with a JSON body written by hand: what json.dumps would not write."""
+        return getattr(self, method)(
+            path, data=text, content_type="application/json", **self._headers(extra)
+        )
 
     def sign_in(self, username: str, password: str = DEFAULT_PASSWORD) -> Any:
         response = self.call(

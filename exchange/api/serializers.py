@@ -10,7 +10,7 @@ from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from exchange.services.messages import Outgoing
+from exchange.services.messages import NOT_JSON, Outgoing
 from platform_site.errors import ApplicationError, application_error_for
 from platform_site.serializers import BIGINT_MAX, Input
 
@@ -30,6 +30,16 @@ class ReceiveOptions(Input):
 class ReceiveInput(ReceiveOptions):
     strict_json_types = False  # query parameters
 
+    def to_internal_value(self, data: Any) -> Any:
+        # DRF reads an empty query value of a field that has a default as absent: ?leaseSeconds=
+        # would lease for 30 s where the client meant to say something else.
+        if isinstance(data, QueryDict):
+            empty = sorted(name for name, values in data.lists() if "" in values)
+            if empty:
+                invalid = serializers.IntegerField.default_error_messages["invalid"]
+                raise serializers.ValidationError({name: [invalid] for name in empty})
+        return super().to_internal_value(data)
+
 
 @extend_schema_field(
     {
@@ -45,6 +55,8 @@ class ReceiveInput(ReceiveOptions):
 )
 class PayloadField(serializers.JSONField):
     """A message's payload: any JSON value but null (the view refuses null)."""
+
+    default_error_messages = {"invalid": NOT_JSON}
 
 
 # What receipt_parse reads: base64url of 32 bytes, without padding.
@@ -102,6 +114,9 @@ class SendBatchInput(Input):
     messages = serializers.ListField(
         child=SendBatchItemInput(), allow_empty=False, min_length=1, max_length=MAX_BATCH
     )
+
+
+NOT_AN_OBJECT = "Each message is a JSON object."
 
 
 # A send's usual input, read directly: building SendInput for each message of a batch of 100 cost
@@ -165,6 +180,17 @@ def batch_items(data: Any) -> list[Outgoing | ApplicationError]:
 
 def batch_items_checked(data: Any) -> list[Outgoing | ApplicationError]:
     """batch_items through the serializers."""
+    # The schema says each message is an object: a list with anything else in it is no batch,
+    # and is refused whole, before any of its messages is sent.
+    listed = data.get("messages") if isinstance(data, dict) else None
+    if isinstance(listed, list):
+        strays = {
+            position: [NOT_AN_OBJECT]
+            for position, item in enumerate(listed)
+            if not isinstance(item, dict)
+        }
+        if strays:
+            raise serializers.ValidationError({"messages": cast(Any, strays)})  # by index
     batch = SendBatchInput(data=data)
     if batch.is_valid():
         return [_outgoing(item) for item in batch.validated_data["messages"]]

@@ -30,7 +30,7 @@ from exchange.selectors import recipients_reachable
 from exchange.services.queues import queue_admit, queue_release
 from exchange.wakeups import FALLBACK_POLL_SECONDS, wakeups
 from platform_site.database import prepared_cursor
-from platform_site.errors import ApplicationError, PayloadTooLarge
+from platform_site.errors import ApplicationError, PayloadTooLarge, ValidationFailed
 
 AckStatus = Literal["acked", "alreadyAcked", "deadLettered", "notFound"]
 ReleaseStatus = Literal["released", "leaseLost", "notFound"]
@@ -91,7 +91,12 @@ def receipt_parse(handle: str) -> Receipt | None:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """``value`` as compact JSON; ValueError or TypeError for what JSON cannot hold (an infinite
+    float, an object that is no JSON value: platform_site.parsers.NonFiniteNumber)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+NOT_JSON = "Must be a JSON value PostgreSQL can store: numbers within a double's range (±1.8e308)."
 
 
 def _body_hash(message: Outgoing) -> str:
@@ -132,7 +137,8 @@ def message_send(
 
 def messages_send(*, sender: User, messages: Sequence[Outgoing]) -> list[Sent | ApplicationError]:
     """Queue messages, each on its own: the outcome of each, in order, is Sent or the error that
-    refused it (PayloadTooLarge, SendNotAllowed, IdempotencyKeyReused, QueueFull), and one
+    refused it (ValidationFailed for a payload that is no JSON, PayloadTooLarge, SendNotAllowed,
+    IdempotencyKeyReused, QueueFull), and one
     message's failure does not fail the others.
 
     An idempotency key replayed with the same message gives the first message's id
@@ -142,8 +148,8 @@ def messages_send(*, sender: User, messages: Sequence[Outgoing]) -> list[Sent | 
     of its own making (tests/exchange/test_batch_send.py counts them).
     """
     sending = _Sending(sender, messages)
-    sending.match_keys()
     sending.measure()
+    sending.match_keys()
     sending.check_routes()
     sending.queue()
     return sending.outcomes()
@@ -176,7 +182,7 @@ class _Sending:
         """A key's later messages: repeats of its first when the same, else IdempotencyKeyReused."""
         first_of: dict[str, int] = {}
         for position, message in enumerate(self.messages):
-            if message.idempotency_key is None:
+            if message.idempotency_key is None or position in self.failed:
                 continue
             self.hashes[position] = _body_hash(message)
             first = first_of.setdefault(message.idempotency_key, position)
@@ -188,9 +194,15 @@ class _Sending:
                 self.failed[position] = IdempotencyKeyReused()
 
     def measure(self) -> None:
+        """Each payload as the JSON it is stored as, refused when it is none (a number beyond a
+        double's range) or larger than EXCHANGE_MAX_PAYLOAD_BYTES."""
         limit = settings.EXCHANGE_MAX_PAYLOAD_BYTES
-        for position in self.pending():
-            self.payloads[position] = _json(self.messages[position].payload)
+        for position, message in enumerate(self.messages):
+            try:
+                self.payloads[position] = _json(message.payload)
+            except (TypeError, ValueError):
+                self.failed[position] = ValidationFailed({"payload": [NOT_JSON]})
+                continue
             size = len(self.payloads[position].encode())
             if size > limit:
                 self.failed[position] = PayloadTooLarge(

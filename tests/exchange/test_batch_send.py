@@ -3,6 +3,7 @@ failed on its own, under the single send's rules (docs/adapters.md, "Sending in 
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from datetime import UTC, datetime
@@ -80,7 +81,7 @@ def test_one_failed_message_does_not_fail_the_others(sender, adapter, settings):
         {"to": adapter.pk, "type": "", "payload": {}},
         {**message(adapter, 5), "colour": "red"},
         {**message(adapter, 6), "payload": None},
-        "not a message",
+        {**message(adapter, 7), "to": "seven"},
         message(adapter, 8),
     )
 
@@ -99,9 +100,7 @@ def test_one_failed_message_does_not_fail_the_others(sender, adapter, settings):
     assert results[3]["error"]["errors"] == {"type": ["This field may not be blank."]}
     assert results[4]["error"]["errors"] == {"colour": ["This field is not accepted."]}
     assert results[5]["error"]["errors"] == {"payload": ["This field may not be null."]}
-    assert results[6]["error"]["errors"] == {
-        "nonFieldErrors": ["Invalid data. Expected a dictionary, but got str."]
-    }
+    assert results[6]["error"]["errors"] == {"to": ["A valid integer is required."]}
     assert set(results[1]["error"]) == {"status", "code", "detail"}
     sent = {results[0]["messageId"], results[7]["messageId"]}
     assert {str(m) for m in Message.objects.values_list("message_id", flat=True)} == sent
@@ -400,3 +399,61 @@ def test_parallel_batches_with_the_same_keys_send_each_message_once(transactiona
     assert all(len({o.message_id for k, o in sent if k == key}) == 1 for key in keys)
     assert sum(not outcome.duplicate for _, outcome in sent) == 40
     assert Message.objects.count() == 40
+
+
+def test_a_batch_of_3_mib_within_the_batch_body_limit_is_sent(sender, adapter, settings):
+    """The defaults: a batch's body may pass HTTP_MAX_BODY_BYTES (1 MiB) up to
+    EXCHANGE_BATCH_MAX_BODY_BYTES (4 MiB), whatever Django's own upload limit says."""
+    assert settings.EXCHANGE_BATCH_MAX_BODY_BYTES == 4 * 1024 * 1024
+    assert settings.HTTP_MAX_BODY_BYTES == 1024 * 1024
+    payload = "x" * (32 * 1024)
+    batch = [{**message(adapter, n), "payload": payload} for n in range(100)]
+
+    body = json.dumps({"messages": batch})
+    assert 3 * 1024 * 1024 < len(body) < 4 * 1024 * 1024
+
+    response = sender.call_text("post", BATCH, body)
+
+    assert response.status_code == 200, response.content
+    assert statuses(response.json()["results"]) == ["sent"] * 100
+    assert Message.objects.filter(recipient=adapter).count() == 100
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1E+309", "[1e999]", '{"a": 2e308}'])
+def test_a_number_beyond_a_double_fails_its_item_alone(sender, adapter, number):
+    body = (
+        '{"messages": ['
+        f'{{"to": {adapter.pk}, "type": "t", "payload": 1}},'
+        f'{{"to": {adapter.pk}, "type": "t", "payload": {number}}},'
+        f'{{"to": {adapter.pk}, "type": "t", "payload": 3, "idempotencyKey": "k"}},'
+        f'{{"to": {adapter.pk}, "type": "t", "payload": {number}, "idempotencyKey": "k2"}},'
+        f'{{"to": {number}, "type": "t", "payload": 5}}'
+        "]}"
+    )
+
+    response = sender.call_text("post", BATCH, body)
+
+    assert response.status_code == 200, response.content
+    results = response.json()["results"]
+    failed = "VALIDATION_FAILED"
+    assert statuses(results) == ["sent", failed, "sent", failed, failed]
+    assert list(results[1]["error"]["errors"]) == ["payload"]
+    assert list(results[3]["error"]["errors"]) == ["payload"]
+    assert results[4]["error"]["errors"] == {"to": ["A valid integer is required."]}
+    assert Message.objects.count() == 2
+    assert not IdempotencyKey.objects.filter(key="k2").exists()
+
+
+@pytest.mark.parametrize(
+    ("item", "position"),
+    [("not a message", 1), (7, 0), ([], 1), (None, 1)],
+)
+def test_a_batch_whose_messages_are_not_all_objects_is_one_400(sender, adapter, item, position):
+    batch = [message(adapter, 1), message(adapter, 2)]
+    batch[position] = item
+
+    response = sender.call("post", BATCH, {"messages": batch})
+
+    assert (response.status_code, response.json()["code"]) == (400, "VALIDATION_FAILED")
+    assert list(response.json()["errors"]) == [f"messages[{position}]"]
+    assert Message.objects.count() == 0

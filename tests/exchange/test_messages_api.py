@@ -243,6 +243,9 @@ def test_receive_is_approximately_fifo_and_honours_max(consumer, sender, adapter
         ("?waitSeconds=21", "waitSeconds"),
         ("?leaseSeconds=0", "leaseSeconds"),
         ("?max=lots", "max"),
+        ("?leaseSeconds=", "leaseSeconds"),
+        ("?max=&waitSeconds=1", "max"),
+        ("?waitSeconds=", "waitSeconds"),
     ],
 )
 def test_receive_parameters_are_validated(consumer, query, field):

@@ -8,11 +8,13 @@ the request against its rate limits; each one that takes none is not troubled by
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
 from accounts.models import Session
+from exchange.models import Message
 from tests.conftest import ApiClient
 from tests.factories import AdapterFactory
 
@@ -184,6 +186,46 @@ def test_every_string_integer_and_boolean_field_refuses_another_json_type(
                     assert field in response.json().get("errors", {}), (where, response.json())
                     checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "[1e999]", "[[2E+308]]"])
+def test_every_field_refuses_a_number_beyond_a_double_with_400_on_that_field(
+    schema, principals, settings, number
+):
+    """Python reads 1e400 as infinity, which PostgreSQL's json cannot store: whatever the field's
+    type, the answer is a 400 that names it, never a 500."""
+    settings.ACCOUNTS_RATE_LIMIT_IP = settings.ACCOUNTS_RATE_LIMIT_USER = "10000/m"
+    settings.EXCHANGE_RATE_LIMIT = "10000/m"
+    client_for, ids = principals
+    checked = 0
+    for template, item in schema["paths"].items():
+        for method, operation in item.items():
+            if "requestBody" not in operation:
+                continue
+            for field in request_properties(schema, operation):
+                path = template.format(**ids)
+                response = post_raw(client_for(template), method, path, f'{{"{field}": {number}}}')
+
+                where = (method, path, field)
+                assert response.status_code == 400, (where, response.content)
+                assert response.json()["code"] == "VALIDATION_FAILED", (where, response.json())
+                errors = response.json()["errors"]
+                named = [key for key in errors if re.split(r"[\[.]", key)[0] == field]
+                assert named, (where, response.json())
+                checked += 1
+    assert checked > 40
+
+
+def test_a_single_send_with_a_payload_beyond_a_double_is_400_on_payload(consumer, adapter):
+    for payload in ("1e400", "[1, -1e400]", '{"price": 1.5e999}'):
+        body = f'{{"to": {adapter.pk}, "type": "t", "payload": {payload}}}'
+
+        response = post_raw(consumer, "post", "/api/exchange/messages", body)
+
+        assert response.status_code == 400, response.content
+        assert response.json()["code"] == "VALIDATION_FAILED"
+        assert list(response.json()["errors"]) == ["payload"]
+    assert not Message.objects.exists()
 
 
 MESSAGES = {
