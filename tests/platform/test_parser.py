@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from platform_site.errors import MalformedBody
-from platform_site.parsers import MAX_DEPTH, StrictJSONParser, deepest
+from platform_site.parsers import MAX_DEPTH, NonFiniteNumber, StrictJSONParser, deepest
 
 
 def nested(depth: int) -> Any:
@@ -83,3 +86,31 @@ def test_escapes_of_unstorable_characters_are_still_refused(text: str) -> None:
 
 def test_a_paired_surrogate_escape_is_a_character_like_any_other() -> None:
     assert parse('{"a": "\\ud83d\\ude00"}') == {"a": "\U0001f600"}
+
+
+# JSON numbers as the grammar writes them: an integer part without leading zeros, a fraction, an
+# exponent with a sign and leading zeros of its own.
+NUMBERS = st.builds(
+    lambda sign, whole, fraction, exponent: f"{sign}{whole}{fraction}{exponent}",
+    st.sampled_from(["", "-"]),
+    st.one_of(st.just("0"), st.from_regex(r"[1-9][0-9]{0,320}", fullmatch=True)),
+    st.one_of(st.just(""), st.from_regex(r"\.[0-9]{1,30}", fullmatch=True)),
+    st.one_of(st.just(""), st.from_regex(r"[eE][+-]?0{0,3}[0-9]{1,4}", fullmatch=True)),
+)
+
+
+@given(NUMBERS)
+@settings(database=None, deadline=None)  # nothing written into the checkout
+def test_every_number_beyond_a_double_is_kept_as_non_finite_and_every_other_as_it_reads(
+    text: str,
+) -> None:
+    """The parser only looks for overflow in bodies its gate picks out (parsers._MAY_OVERFLOW):
+    no number that a double cannot hold may slip past it."""
+    [value] = parse(f"[{text}]")
+
+    expected = json.loads(text)
+    if isinstance(expected, float) and math.isinf(expected):
+        assert isinstance(value, NonFiniteNumber)
+        assert str(value) == text or len(text) > 40
+    else:
+        assert value == expected
