@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -46,6 +47,12 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Hypothesis keeps examples and constants under ./.hypothesis: the tests write nothing into
+    # the checkout.
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    set_hypothesis_home_dir(Path(tempfile.mkdtemp(prefix="hypothesis-")))
+
     # CI sets CELERY_BROKER_URL for the stack tests; in-process tests run tasks inline.
     from platform_site.celery import app
 
