@@ -9,6 +9,7 @@ import uuid
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from functools import lru_cache
+from http import HTTPStatus
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -33,6 +34,18 @@ class RequestIdLogFilter(logging.Filter):
         if not hasattr(record, "requestId"):
             record.requestId = request_id_var.get()
         return True
+
+
+class OutageRepeatLogFilter(logging.Filter):
+    """Keeps django.request's line for a 503 out of the log.
+
+    A 503 is the platform's own answer to a dependency it cannot reach for a moment (PostgreSQL,
+    Redis): the code that decides it logs one WARNING, the request line records the answer, and
+    the availability change is logged once. Django's ERROR line for every 5xx would add one more
+    line per request for the length of the outage, at a level that pages people."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return getattr(record, "status_code", None) != HTTPStatus.SERVICE_UNAVAILABLE
 
 
 class JsonLogFormatter(JsonFormatter):

@@ -457,7 +457,10 @@ LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", {"DEBUG", "INFO", "WARNING", "ERROR"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "platform_site.observability.RequestIdLogFilter"}},
+    "filters": {
+        "request_id": {"()": "platform_site.observability.RequestIdLogFilter"},
+        "outage_repeat": {"()": "platform_site.observability.OutageRepeatLogFilter"},
+    },
     "formatters": {"json": {"()": "platform_site.observability.JsonLogFormatter"}},
     "handlers": {
         "console": {
@@ -472,7 +475,8 @@ LOGGING = {
         "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         # The platform's request line replaces runserver's line and Django's 4xx warnings.
         "django.server": {"handlers": [], "propagate": False},
-        "django.request": {"level": "ERROR"},
+        # A 503 is logged where it is decided, once (platform_site.observability).
+        "django.request": {"level": "ERROR", "filters": ["outage_repeat"]},
         # A forged Host header is the client's mistake: the request line records the 400, and a
         # traceback per probe would flood the log.
         "django.security.DisallowedHost": {"handlers": [], "propagate": False},

@@ -6,6 +6,8 @@ is back succeeds, on every worker. How long each takes is measured by bench/outa
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +24,7 @@ WORKERS = 2  # the gunicorn fixture's: each has a pool and a view of the databas
 
 @pytest.fixture
 def adapter_http(gunicorn: Gunicorn, owner: Owner) -> Iterator[tuple[Adapter, httpx.Client]]:
-    adapter = owner.create_adapter("outage")
+    adapter = owner.create_adapter(f"outage-{uuid.uuid4().hex[:8]}")  # the stack lives on
     http = httpx.Client(base_url=gunicorn.base_url, headers={"X-Device-ID": DEVICE}, timeout=30)
     signed_in = http.post(
         "/api/auth/login/username", json={"username": adapter.login, "password": adapter.password}
@@ -73,3 +75,36 @@ def test_requests_answer_503_while_postgresql_is_gone_and_succeed_once_it_is_bac
     assert [r.status_code for r in after] == [201] * (2 * WORKERS)
     assert sorted(m["payload"] for m in received) == [0, 100, 101, 102, 103]
     assert http.get("/api/actuator/health").json()["status"] == "UP"
+
+
+def log_records(gunicorn: Gunicorn, since: int) -> list[dict[str, Any]]:
+    """The JSON lines gunicorn's workers wrote after the first ``since`` lines of its log."""
+    lines = gunicorn.log.read_text().splitlines()[since:]
+    return [json.loads(line) for line in lines if line.startswith("{")]
+
+
+def test_an_outage_logs_at_most_one_warning_per_request_and_no_error(
+    gunicorn: Gunicorn, stack_database: StackDatabase, adapter_http: tuple[Adapter, httpx.Client]
+) -> None:
+    adapter, http = adapter_http
+    since = len(gunicorn.log.read_text().splitlines())
+
+    stack_database.stop()
+    try:
+        during = [send(http, adapter, n) for n in range(20)]
+        during += [http.get("/api/exchange/whoami") for _ in range(20)]
+    finally:
+        stack_database.start()
+    assert send(http, adapter, 100).status_code == 201  # a request that finds it back
+    records = log_records(gunicorn, since)
+
+    assert {outcome(r) for r in during} == {(503, "SERVICE_UNAVAILABLE")}
+    assert [r for r in records if r["level"] in {"ERROR", "CRITICAL"}] == []
+    # The request's own lines: at most one WARNING each. The pool's reconnection lines come once
+    # per pooled connection, not per request.
+    ours = [r for r in records if r["level"] == "WARNING" and r["logger"] != "psycopg.pool"]
+    changes = [r for r in ours if r["logger"] == "platform_site.db.availability"]
+    assert len(ours) - len(changes) <= len(during)
+    # Each worker that met the outage says so once, and once that it is over.
+    assert 1 <= sum("does not answer" in r["message"] for r in changes) <= WORKERS
+    assert sum("answers again" in r["message"] for r in changes) <= WORKERS
