@@ -60,6 +60,13 @@ RETURNING attempts_left, code_hash, expires_at, user_id, method, authenticator_i
 """
 
 
+class CodeWrong(CodeInvalid):
+    """CODE_INVALID for a code that was compared with the challenge's and was wrong, an attempt
+    spent on it: what the sign-in's run of wrong second-factor codes counts. Refusals that
+    compared nothing (an unknown or finished ``requestId``, another device's, a parallel
+    confirmation that came first) stay plain CodeInvalid."""
+
+
 @dataclass(frozen=True)
 class Started:
     """What a response that starts or resends a confirmation says."""
@@ -237,9 +244,10 @@ def challenge_confirm(
     device_key: str = "",
     recovery_codes: bool = False,
 ) -> Confirmed:
-    """The challenge, now used, and its user, if ``code`` is its code; else CodeInvalid,
-    CodeExpired or AttemptsExceeded. Must run outside a transaction: the spent attempt is
-    committed even when the answer is an error.
+    """The challenge, now used, and its user, if ``code`` is its code; else CodeWrong (a wrong
+    code), CodeInvalid, CodeExpired or AttemptsExceeded. Must run outside a transaction, or in
+    one that its caller commits whatever this raises (the sign-in's second-factor gate): the
+    spent attempt must outlive the error.
 
     A TOTP challenge takes its authenticator app's code, and only from ``device_key`` when it
     was started from a device. With ``recovery_codes`` (a sign-in), one of the user's recovery
@@ -298,8 +306,10 @@ def challenge_confirm(
             )
         if not right:
             transaction.set_rollback(True)
-    if not right:
+    if not used:  # a parallel confirmation came first: nothing was compared
         raise CodeInvalid(attempts_remaining=attempts_left)
+    if not right:
+        raise CodeWrong(attempts_remaining=attempts_left)
     challenge = Challenge.objects.select_related("user").get(pk=request_id)
     return Confirmed(
         challenge=challenge,
@@ -323,8 +333,10 @@ def _confirm_sent_code(
     right = hmac.compare_digest(code_hash, _code_hash(request_id, code))
     if expires_at <= timezone.now():
         raise CodeExpired(attempts_remaining=attempts_left)
-    if not right or user_id is None or (user is not None and user_id != user.pk):
+    if user_id is None or (user is not None and user_id != user.pk):
         raise CodeInvalid(attempts_remaining=attempts_left)
+    if not right:
+        raise CodeWrong(attempts_remaining=attempts_left)
     used = Challenge.objects.filter(pk=request_id, used_at__isnull=True).update(
         used_at=timezone.now()
     )

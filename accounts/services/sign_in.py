@@ -20,33 +20,37 @@ from accounts.errors import (
     AccountDisabled,
     AccountExpired,
     AccountLocked,
+    AttemptsExceeded,
     BadCredentials,
-    CodeExpired,
     CodeInvalid,
     CredentialsExpired,
     EmailNotConfirmed,
     StaffOnly,
     TwoFactorRequired,
 )
-from accounts.models import Challenge, Session, SignInGate, TwoFactorMethod, User
+from accounts.models import Challenge, Session, TwoFactorMethod, User
 from accounts.services.audit import Kind, audit
 from accounts.services.authenticators import authenticator_confirmed
 from accounts.services.challenges import (
+    CodeWrong,
+    Confirmed,
     challenge_confirm,
     challenge_open_totp,
     challenge_pending,
     challenge_start,
 )
-from accounts.services.lockout import gate_held, gate_key
+from accounts.services.lockout import gate_held, gate_key, gate_of
 from accounts.services.notices import Notice, device_is_new, notice_send
 from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.sessions import session_start
 from accounts.services.tokens import TokenPair
+from platform_site.errors import ApplicationError
 
 IdentifierKind = Literal["email", "username"]
 
-# Wrong codes in a row for an authenticator app's sign-ins (two challenges' worth) that lock the
-# account for ACCOUNTS_LOCKOUT_SECONDS: a password thief cannot try codes one sign-in after another.
+# Wrong second-factor codes in a row (SMS, app and recovery codes alike, across sign-ins: two
+# challenges' worth) that lock the account for ACCOUNTS_LOCKOUT_SECONDS: a password thief cannot
+# try codes one sign-in after another.
 SECOND_FACTOR_FAILURES_BEFORE_LOCK = 10
 
 
@@ -224,25 +228,13 @@ def sign_in_two_factor_confirm(
     """The second step of a sign-in with 2FA: the SMS code, the authenticator app's code, or
     one of the user's recovery codes (used up, and the user told by e-mail); then a session.
 
-    Wrong codes for an authenticator app count across its sign-ins: that many in a row lock the
-    account like wrong passwords (SECOND_FACTOR_FAILURES_BEFORE_LOCK).
+    Every kind of code counts toward one run of wrong codes per account, across sign-ins; that
+    many in a row lock the account like wrong passwords (:func:`_second_factor_check`).
     """
-    try:
-        confirmed = challenge_confirm(
-            request_id=request_id,
-            purpose=Challenge.Purpose.SIGN_IN,
-            code=code,
-            device_key=device.key,
-            recovery_codes=True,
-        )
-    except CodeExpired:
-        raise
-    except CodeInvalid:
-        _second_factor_failed(request_id=request_id, device=device, request=request)
-        raise
+    confirmed = _second_factor_check(
+        request_id=request_id, code=code, device=device, request=request
+    )
     user = confirmed.user
-    if confirmed.challenge.method == Challenge.Method.TOTP:
-        SignInGate.objects.filter(key=second_factor_gate_key(user)).delete()
     if confirmed.by_recovery_code:
         remaining = recovery_codes_remaining(user=user)
         audit(Kind.RECOVERY_CODE_USED, user=user, request=request, remaining=remaining)
@@ -260,42 +252,79 @@ def second_factor_gate_key(user: User) -> str:
     return f"second-factor:user:{user.pk}"
 
 
-def _second_factor_failed(
-    *, request_id: uuid.UUID, device: Device, request: HttpRequest | None
-) -> None:
-    """Count a wrong code for an authenticator app's sign-in; the last one allowed locks the
-    account's sign-in gate and closes its open sign-ins."""
-    challenge = (
-        Challenge.objects.select_related("user")
-        .filter(
-            pk=request_id,
-            purpose=Challenge.Purpose.SIGN_IN,
-            method=Challenge.Method.TOTP,
-            device_key=device.key,
-        )
-        .first()
-    )
-    if challenge is None or challenge.user is None:
-        return
-    user = challenge.user
-    with gate_held(key=second_factor_gate_key(user)) as counter:
-        counter.failures += 1
-        if counter.failures < SECOND_FACTOR_FAILURES_BEFORE_LOCK:
-            return
-        counter.failures = 0
+def _second_factor_check(
+    *, request_id: uuid.UUID, code: str, device: Device, request: HttpRequest | None
+) -> Confirmed:
+    """``code`` (an SMS code, an app's code or a recovery code alike) against the sign-in
+    ``request_id``, under the account's second-factor gate, which holds its run of wrong codes.
+
+    A wrong code lengthens the run, a right one ends it; the one that makes it
+    SECOND_FACTOR_FAILURES_BEFORE_LOCK locks the account's sign-in gate and closes its open
+    sign-ins. Confirmations of one account take turns on the gate row, each committing its
+    spent attempt with its verdict, so parallel codes cannot get more wrong ones compared than
+    that. While the account is locked, whatever locked it, an open sign-in compares nothing and
+    is closed (ATTEMPTS_EXCEEDED): the next sign-in answers 423 before another SMS is sent.
+    """
+    user = User.objects.filter(
+        challenges__pk=request_id, challenges__purpose=Challenge.Purpose.SIGN_IN
+    ).first()
+    if user is None:  # unknown, or of another flow: no account to count for, no code is right
+        return _sign_in_code_confirm(request_id=request_id, code=code, device=device)
+    outcome: Confirmed | ApplicationError
+    with gate_held(key=second_factor_gate_key(user)) as run:
         now = timezone.now()
-        with gate_held(key=gate_key(user=user, kind="", identifier="")) as gate:
-            gate.locked_until = now + timedelta(seconds=settings.ACCOUNTS_LOCKOUT_SECONDS)
-        Challenge.objects.filter(
-            user=user, purpose=Challenge.Purpose.SIGN_IN, used_at__isnull=True
-        ).update(attempts_left=0)
-        metrics.lockouts.inc()
-        audit(Kind.LOCKED, user=user, request=request, cause="second_factor")
-        notice_send(
-            Notice.ACCOUNT_LOCKED,
-            user=user,
-            request=request,
-            device=device,
-            at=now,
-            until=gate.locked_until,
-        )
+        gate = gate_of(user=user)
+        if gate is not None and gate.locked_until is not None and gate.locked_until > now:
+            _sign_ins_close(user)
+            outcome = AttemptsExceeded()
+        else:
+            try:
+                outcome = _sign_in_code_confirm(request_id=request_id, code=code, device=device)
+            except CodeWrong as error:
+                outcome = error
+                run.failures += 1
+                if run.failures >= SECOND_FACTOR_FAILURES_BEFORE_LOCK:
+                    run.failures = 0
+                    _second_factor_lock(user=user, device=device, request=request, now=now)
+            except (CodeInvalid, AttemptsExceeded) as error:  # nothing compared, or expired
+                outcome = error
+            else:
+                run.failures = 0
+    # Raised once the gate's transaction has committed the attempt and the run.
+    if isinstance(outcome, ApplicationError):
+        raise outcome
+    return outcome
+
+
+def _sign_in_code_confirm(*, request_id: uuid.UUID, code: str, device: Device) -> Confirmed:
+    return challenge_confirm(
+        request_id=request_id,
+        purpose=Challenge.Purpose.SIGN_IN,
+        code=code,
+        device_key=device.key,
+        recovery_codes=True,
+    )
+
+
+def _sign_ins_close(user: User) -> None:
+    Challenge.objects.filter(
+        user=user, purpose=Challenge.Purpose.SIGN_IN, used_at__isnull=True
+    ).update(attempts_left=0)
+
+
+def _second_factor_lock(
+    *, user: User, device: Device, request: HttpRequest | None, now: datetime
+) -> None:
+    with gate_held(key=gate_key(user=user, kind="", identifier="")) as gate:
+        gate.locked_until = now + timedelta(seconds=settings.ACCOUNTS_LOCKOUT_SECONDS)
+    _sign_ins_close(user)
+    metrics.lockouts.inc()
+    audit(Kind.LOCKED, user=user, request=request, cause="second_factor")
+    notice_send(
+        Notice.ACCOUNT_LOCKED,
+        user=user,
+        request=request,
+        device=device,
+        at=now,
+        until=gate.locked_until,
+    )

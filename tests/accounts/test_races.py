@@ -15,11 +15,11 @@ import pytest
 from django.db import connections, transaction
 
 from accounts.devices import Device
-from accounts.models import Challenge, Session, SignInGate, User
+from accounts.models import Challenge, OutboxMessage, Session, SignInGate, User
 from accounts.services.challenges import challenge_confirm, challenge_start
 from accounts.services.sign_in import sign_in_two_factor_confirm
 from platform_site.errors import ApplicationError
-from tests.accounts.api import by_email, other_code
+from tests.accounts.api import by_email, other_code, register
 from tests.conftest import ApiClient, last_code
 from tests.factories import UserFactory
 
@@ -152,6 +152,41 @@ def test_parallel_right_two_factor_codes_start_exactly_one_session(ada):
 
         assert sorted(status for status, _, _ in answers) == [200, 400, 400, 400]
     assert Session.objects.filter(user=ada).count() == 5
+
+
+def test_parallel_wrong_two_factor_codes_across_sign_ins_get_exactly_ten_compared(ada):
+    ada.two_factor_enabled = True
+    ada.save()
+    device = Device(key="d:laptop", device_id="laptop", user_agent="", ip="")
+    # Three sign-ins' challenges, five wrong codes for each, all at once.
+    challenges = [started_with_code(Purpose.SIGN_IN, ada, ada.phone) for _ in range(3)]
+
+    def confirm(index: int) -> tuple[int, str, Any]:
+        request_id, code = challenges[index // 5]
+        return answer(
+            lambda: sign_in_two_factor_confirm(
+                request_id=request_id, code=other_code(code), device=device, request=None
+            )
+        )
+
+    answers = in_parallel(confirm, 15)
+
+    # 400: the code was compared; 429: the lock, set by the tenth, closed the sign-in first.
+    assert Counter(code for _, code, _ in answers) == {"CODE_INVALID": 10, "ATTEMPTS_EXCEEDED": 5}
+    assert SignInGate.objects.get(key=f"user:{ada.pk}").locked_until is not None
+    assert not Challenge.objects.filter(user=ada, attempts_left__gt=0).exists()
+    assert by_email("ada@example.com").status_code == 423
+
+
+def test_parallel_registrations_of_a_taken_email_mail_its_owner_once(ada, settings):
+    settings.ACCOUNTS_PREVENT_ENUMERATION = True
+    settings.ACCOUNTS_RATE_LIMIT_IP = settings.ACCOUNTS_RATE_LIMIT_ACCOUNT = "10000/m"
+
+    statuses = in_parallel(lambda _: register("ada@example.com").status_code, 10)
+
+    assert statuses == [200] * 10
+    told = OutboxMessage.objects.filter(template="email_taken", user=ada)
+    assert told.count() == 1
 
 
 def wrong_passwords_in_parallel(email: str, n: int) -> Counter[int]:
