@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest
-from django.utils import translation
+from django.utils import timezone, translation
 
 from accounts import identifiers, liveness
 from accounts.devices import Device
 from accounts.errors import EmailTaken
-from accounts.models import Challenge, User
+from accounts.models import Challenge, OutboxMessage, User
 from accounts.services.audit import Kind, audit
 from accounts.services.challenges import Started, challenge_confirm, challenge_start
 from accounts.services.outbox import outbox_email
@@ -23,6 +24,7 @@ from accounts.services.sign_in import SignIn, sign_in_continue, user_for_identif
 from platform_site.errors import ValidationFailed
 
 USERNAME_MAX_LENGTH = 150
+EMAIL_TAKEN = "email_taken"  # the e-mail's template, and its outbox rows' label
 
 
 def language_of_request() -> str:
@@ -80,8 +82,34 @@ def register(*, email: str, password: str, request: HttpRequest | None) -> Start
     password_validate(password, user=User(email=email))  # the same answers as a new address
     make_password(password)  # and the same hashing time
     with transaction.atomic():
-        outbox_email(to=existing.email, template="email_taken", context={}, user=existing)
+        _email_taken_tell(owner=existing)
         return challenge_start(purpose=Challenge.Purpose.REGISTRATION, user=None, address=email)
+
+
+def _email_taken_tell(*, owner: User) -> None:
+    """The e-mail telling ``owner`` that somebody tried to register their address: one per
+    ACCOUNTS_CODE_RESEND_SECONDS at most, or registrations would mail-bomb them. Within that
+    time the same e-mail is written for nobody and skipped by the outbox, like a reset's for an
+    unknown address: the request does the same work and answers the same 200.
+
+    The outbox's rows are the record of what was sent: written in the transaction that sends,
+    they count only once committed, and every worker reads them (a mark in the cache could
+    outlive a rolled-back e-mail, or vanish with the cache). Runs in the caller's transaction.
+    """
+    # The owner's row, locked: parallel registrations of one address take turns, and each finds
+    # the e-mails of those before it.
+    User.objects.select_for_update().filter(pk=owner.pk).exists()
+    since = timezone.now() - timedelta(seconds=settings.ACCOUNTS_CODE_RESEND_SECONDS)
+    told = OutboxMessage.objects.filter(
+        user=owner, template=EMAIL_TAKEN, created_at__gt=since
+    ).exists()
+    outbox_email(
+        to=owner.email,
+        template=EMAIL_TAKEN,
+        context={},
+        user=None if told else owner,
+        requires_account=told,
+    )
 
 
 def email_confirm(

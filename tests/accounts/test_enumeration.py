@@ -11,13 +11,17 @@ bench/enumeration.py (docs/performance.md): wall-clock assertions fail on a busy
 from __future__ import annotations
 
 import re
+from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 import pytest
+import time_machine
 from django.core import mail
 
 from accounts.models import Challenge, OutboxMessage, User
 from tests.accounts.api import (
+    T0,
     by_email,
     by_username,
     other_code,
@@ -173,6 +177,64 @@ def test_with_enumeration_prevention_a_taken_email_gets_the_same_200_and_the_own
     ]
     [owner_mail] = [email for email in mail.outbox if email.to == ["owner@example.com"]]
     assert not re.search(r"\b\d{6}\b", str(owner_mail.body))
+
+
+def test_with_enumeration_prevention_registrations_of_a_taken_email_mail_its_owner_once_a_cooldown(
+    owner, settings, django_capture_on_commit_callbacks
+):
+    settings.ACCOUNTS_PREVENT_ENUMERATION = True
+    settings.ACCOUNTS_CODE_RESEND_SECONDS = 60
+    # Many addresses and clients, as a mail-bomber would use: rate limits are not what stops it.
+    settings.ACCOUNTS_RATE_LIMIT_IP = settings.ACCOUNTS_RATE_LIMIT_ACCOUNT = "10000/m"
+
+    with (
+        time_machine.travel(T0, tick=False) as clock,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        bombing = [register(email) for email in ["owner@example.com", "OWNER@example.com"] * 25]
+        clock.shift(timedelta(seconds=59))
+        still = register("owner@example.com")
+        clock.shift(timedelta(seconds=2))  # the cooldown since the first e-mail is over
+        later = register("Owner@Example.com")
+
+    assert {outcome(response) for response in [*bombing, still, later]} == {(200, "")}
+    assert [email.to for email in mail.outbox] == [["owner@example.com"]] * 2
+    # Each throttled registration wrote the same e-mail for nobody, skipped when sent.
+    statuses = Counter(OutboxMessage.objects.filter(template="email_taken").values_list("status"))
+    assert statuses == {("SENT",): 2, ("SKIPPED",): 50}
+
+
+def test_with_enumeration_prevention_a_throttled_owners_email_changes_neither_answer_nor_work(
+    owner, settings, work_of
+):
+    settings.ACCOUNTS_PREVENT_ENUMERATION = True
+    settings.ACCOUNTS_CODE_RESEND_SECONDS = 60
+    answers: list[Any] = []
+
+    def registering(email: str) -> Any:
+        answers.append(register(email))
+        return answers[-1]
+
+    with time_machine.travel(T0, tick=False):
+        fresh = work_of(lambda: registering("fresh@example.com"))
+        told = work_of(lambda: registering("owner@example.com"))
+        throttled = work_of(lambda: registering("owner@example.com"))
+
+    assert fresh.status == told.status == throttled.status == 200
+    fresh_body, told_body, throttled_body = (answer.json() for answer in answers)
+    assert without_request_id(told_body) == without_request_id(throttled_body)
+    assert without_request_id(told_body) == without_request_id(fresh_body)
+    assert told_body["requestId"] != throttled_body["requestId"]
+    # One password hashed with the configured Argon2 whichever the address.
+    assert [hashing.configuration for hashing in told.hashing] == [ARGON2_CONFIGURED]
+    assert fresh.hashing_costs == told.hashing_costs == throttled.hashing_costs
+    assert told.statements == throttled.statements
+    assert told.on_commit == throttled.on_commit == ["_publish_on_commit.<locals>.publish"] * 2
+    owner_mails = OutboxMessage.objects.filter(template="email_taken").order_by("pk")
+    assert [(mail.user, mail.requires_account) for mail in owner_mails] == [
+        (owner, False),
+        (None, True),
+    ]
 
 
 def test_with_enumeration_prevention_the_taken_emails_challenge_accepts_no_code(owner, settings):
