@@ -1,7 +1,8 @@
 """drf-spectacular extensions: the platform's bearer tokens, the X-Device-ID header of the
-operations that depend on it, and the rules of fields that their services enforce, stated in the
-OpenAPI schema so that a generated client knows them."""
+operations that depend on it, every operation's error responses, and the rules of fields that
+their services enforce, stated in the OpenAPI schema so that a generated client knows them."""
 
+from datetime import UTC, datetime
 from typing import Any
 
 from drf_spectacular.extensions import (
@@ -9,9 +10,44 @@ from drf_spectacular.extensions import (
     OpenApiSerializerFieldExtension,
 )
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import OpenApiParameter
 
+from accounts.authentication import AccessTokenAuthentication
 from accounts.devices import DEVICE_ID_HEADER, DEVICE_ID_SCHEMA
+from accounts.errors import (
+    AccountLocked,
+    CodeExpired,
+    CodeInvalid,
+    DeviceMismatch,
+    EmailNotConfirmed,
+    InvalidDeviceId,
+    PasswordChangeRequired,
+    ResendTooEarly,
+    TokenExpired,
+    TokenRevoked,
+    TwoFactorRequired,
+)
+from accounts.permissions import IsAdapter, IsCabinetUser, IsCabinetUserAnyState
+from exchange.errors import RouteNotAllowed
+from platform_site.errors import (
+    ApplicationError,
+    CacheUnavailable,
+    DatabaseUnavailable,
+    MalformedBody,
+    NotAcceptable,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDeniedError,
+    RateLimited,
+    TokenMalformed,
+    TokenMissing,
+    UnknownField,
+    UnsupportedMediaType,
+    ValidationFailed,
+)
+from platform_site.openapi import Answer, Declaration, ErrorClass, answered, problem_responses
+from platform_site.serializers import ProblemOutput
 
 DEVICE_HEADER = OpenApiParameter(
     DEVICE_ID_HEADER,
@@ -24,8 +60,69 @@ DEVICE_HEADER = OpenApiParameter(
 )
 
 
+# Every operation: the database or the shared cache may be unreachable for a moment, and an Accept
+# header may name nothing JSON.
+EVERY_OPERATION: tuple[ErrorClass, ...] = (NotAcceptable, DatabaseUnavailable, CacheUnavailable)
+# An operation that takes a JSON body (platform_site.parsers, platform_site.serializers.Input).
+BODY: tuple[ErrorClass, ...] = (
+    ValidationFailed,
+    UnknownField,
+    MalformedBody,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
+# What the API's authentication and permission classes answer on every operation they guard.
+GUARDS: dict[type, tuple[ErrorClass, ...]] = {
+    AccessTokenAuthentication: (
+        TokenMissing,
+        TokenMalformed,
+        TokenExpired,
+        TokenRevoked,
+        DeviceMismatch,
+    ),
+    IsAdapter: (PermissionDeniedError, PasswordChangeRequired),
+    IsCabinetUser: (PermissionDeniedError, PasswordChangeRequired),
+    IsCabinetUserAnyState: (PermissionDeniedError,),
+}
+
+_EXAMPLE_TIME = datetime(2026, 11, 21, 9, 45, tzinfo=UTC)
+_EXAMPLE_REQUEST_ID = "0b6f3c1e-5d2a-4c8e-9f47-2a1d6e8b9c30"
+# The schema's example of each error whose class needs arguments (the others are built bare).
+EXAMPLES: dict[ErrorClass, ApplicationError] = {
+    error.__class__: error
+    for error in (
+        ValidationFailed({"email": ["Enter a valid email address."]}),
+        UnknownField({"nickname": ["This field is not accepted."]}),
+        RateLimited(retry_after_seconds=42),
+        AccountLocked(locked_until=_EXAMPLE_TIME),
+        EmailNotConfirmed(request_id=_EXAMPLE_REQUEST_ID, retry_after_seconds=60),
+        TwoFactorRequired(request_id=_EXAMPLE_REQUEST_ID, retry_after_seconds=60),
+        CodeInvalid(attempts_remaining=4),
+        CodeExpired(attempts_remaining=4),
+        ResendTooEarly(retry_after_seconds=42),
+        RouteNotAllowed("An adapter needs no route to itself."),
+    )
+}
+
+
+def answer_of(declared: Declaration) -> Answer | None:
+    """What the schema shows of a declared error: an instance as the platform raises it (the
+    declared one, EXAMPLES', or the class's built bare) and its meaning (the declared instance's
+    detail, or the class's default_detail). None when the class needs arguments and EXAMPLES has
+    no instance of it."""
+    if isinstance(declared, ApplicationError):
+        return Answer(declared, declared.detail, shared=False)
+    example = EXAMPLES.get(declared)
+    if example is None:
+        try:
+            example = declared()
+        except TypeError:
+            return None
+    return Answer(example, declared.default_detail)
+
+
 class PlatformAutoSchema(AutoSchema):
-    """drf-spectacular's AutoSchema with the two rules that generated clients are built from.
+    """drf-spectacular's AutoSchema with the rules that generated clients are built from.
 
     - A view with ``device_bound = True`` declares X-Device-ID (DEVICE_HEADER) on every operation:
       its answer depends on the header (it signs in, or takes a session's tokens). The marker sits
@@ -34,6 +131,12 @@ class PlatformAutoSchema(AutoSchema):
     - An operation without an authenticator has no security requirement at all. drf-spectacular
       states AllowAny as ``security: [{}]``, which openapi-python-client reads as "requires
       security" and types sign-in as needing an AuthenticatedClient, a token one does not have yet.
+    - An operation's error responses are generated from the errors it can answer
+      (platform_site.openapi): EVERY_OPERATION's, BODY's when it takes a JSON body,
+      InvalidDeviceId's when it is device-bound, its authenticators' and permissions' (GUARDS),
+      what its view declares with ``@answers``, and NotFound when its path has parameters. An
+      error class is shown as the platform raises it: EXAMPLES holds an instance of each class
+      that needs arguments.
     """
 
     def get_override_parameters(self) -> list[Any]:
@@ -47,6 +150,49 @@ class PlatformAutoSchema(AutoSchema):
             return []
         requirements: list[dict[str, list[str]]] = super().get_auth()
         return requirements
+
+    def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
+        operation: dict[str, Any] | None = super().get_operation(*args, **kwargs)
+        if operation is None:
+            return None
+        answers = [
+            answer
+            for declared in dict.fromkeys(
+                self.answered(
+                    body="requestBody" in operation,
+                    in_path=any(p["in"] == "path" for p in operation.get("parameters", [])),
+                )
+            )
+            if (answer := answer_of(declared)) is not None
+        ]
+        problem = self.resolve_serializer(ProblemOutput, "response").ref
+        operation["responses"].update(problem_responses(answers, problem, self.example_component))
+        return operation
+
+    def example_component(self, name: str, example: dict[str, Any]) -> dict[str, Any]:
+        """A reference to ``example`` as components/examples/``name``: each error's example is
+        in the schema once, not in every operation that answers it."""
+        kind = ResolvedComponent.EXAMPLE
+        component = ResolvedComponent(name, kind, example, example)  # type: ignore[no-untyped-call]
+        if component in self.registry and self.registry[component].schema != example:
+            return example  # another error class of the same name
+        self.registry.register_on_missing(component)
+        return component.ref
+
+    def answered(self, *, body: bool, in_path: bool) -> list[Declaration]:
+        """Every error this operation can answer, in the order its description lists them."""
+        errors: list[Declaration] = list(EVERY_OPERATION)
+        if body:
+            errors += BODY
+        if getattr(self.view, "device_bound", False):
+            errors.append(InvalidDeviceId)
+        for guard in [*self.view.get_authenticators(), *self.view.get_permissions()]:
+            errors += GUARDS.get(type(guard), ())
+        handler = getattr(self.view, self.method.lower(), None)
+        errors += answered(type(self.view), handler)
+        if in_path:
+            errors.append(NotFound)  # a path parameter its pattern refuses: no such path
+        return errors
 
 
 class AccessTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]

@@ -213,33 +213,6 @@ class ProblemOutput(serializers.Serializer[Any]):
         return fields
 
 
-_PROBLEM_DESCRIPTIONS = {
-    400: "Invalid request: VALIDATION_FAILED (a field, a parameter or X-Device-ID), UNKNOWN_FIELD "
-    "or MALFORMED_JSON.",
-    401: "Not authenticated: TOKEN_MISSING, TOKEN_MALFORMED, TOKEN_EXPIRED, TOKEN_REVOKED, "
-    "DEVICE_MISMATCH.",
-    403: "Not allowed for this principal.",
-    404: "Not found (or not yours).",
-    409: "Conflict.",
-    413: "PAYLOAD_TOO_LARGE.",
-    423: "ACCOUNT_LOCKED, with lockedUntil.",
-    429: "RATE_LIMITED, with Retry-After and retryAfterSeconds.",
-}
-
-
-def problem_responses(*statuses: int, **descriptions: str) -> dict[Any, Any]:
-    """OpenAPI responses for error statuses, each an RFC 9457 application/problem+json body."""
-    from drf_spectacular.utils import OpenApiResponse
-
-    return {
-        (status, "application/problem+json"): OpenApiResponse(
-            response=ProblemOutput,
-            description=descriptions.get(f"s{status}", _PROBLEM_DESCRIPTIONS.get(status, "Error.")),
-        )
-        for status in statuses
-    }
-
-
 def openapi_request_bodies_closed(
     result: dict[str, Any], generator: Any, request: Any, public: bool
 ) -> dict[str, Any]:
@@ -249,13 +222,32 @@ def openapi_request_bodies_closed(
     ``...Request``) gets ``additionalProperties: false``, since an undeclared field is 400
     UNKNOWN_FIELD; a generated client or a fuzzer then knows not to send one. Input's own
     docstring, which drf-spectacular would give every such component, is dropped.
+
+    An integer that Input bounds by PostgreSQL's bigint (an adapter's id: ``to``,
+    ``senderAdapterId``) gets a small example: Swagger UI's "Try it out" would otherwise fill in
+    its maximum, which JavaScript rounds to 9223372036854776000, a number the field refuses.
     """
     for name, component in result.get("components", {}).get("schemas", {}).items():
         if name.endswith("Request") and component.get("type") == "object":
             component["additionalProperties"] = False
             if component.get("description") == _INPUT_DESCRIPTION:
                 del component["description"]
+    _bigint_examples(result)
     return result
+
+
+BIGINT_EXAMPLE = 2
+
+
+def _bigint_examples(schema: Any) -> None:
+    if isinstance(schema, dict):
+        if schema.get("type") == "integer" and schema.get("maximum") == BIGINT_MAX:
+            schema.setdefault("example", max(BIGINT_EXAMPLE, schema.get("minimum", BIGINT_EXAMPLE)))
+        for value in schema.values():
+            _bigint_examples(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _bigint_examples(value)
 
 
 _INPUT_DESCRIPTION = inspect.getdoc(Input)

@@ -24,14 +24,30 @@ from accounts.api.serializers import (
     ResetPasswordInput,
     login_success,
 )
-from accounts.api.views import AuthApi
+from accounts.api.views import SIGN_IN_STEPS, AuthApi
 from accounts.devices import device_of
+from accounts.errors import (
+    AttemptsExceeded,
+    ChallengeNotFound,
+    CodeExpired,
+    CodeInvalid,
+    EmailNotConfirmed,
+    EmailTaken,
+    NothingToResend,
+    ResendTooEarly,
+    SignInBusy,
+    TwoFactorRequired,
+)
 from accounts.models import Challenge
 from accounts.services.challenges import Started, challenge_resend
 from accounts.services.passwords import password_reset_confirm, password_reset_request
 from accounts.services.registration import email_confirm, register
 from accounts.services.sign_in import SignIn, sign_in_two_factor_confirm
-from platform_site.serializers import problem_responses
+from platform_site.openapi import answers
+
+# A code confirmed (challenge_confirm) and a code resent (challenge_resend).
+CODE_ERRORS = (CodeInvalid, CodeExpired, AttemptsExceeded)
+RESEND_ERRORS = (ChallengeNotFound, AttemptsExceeded, ResendTooEarly)
 
 
 def resend_json(started: Started) -> dict[str, object]:
@@ -54,6 +70,7 @@ def signed_in_by_code(request: Request, confirm: Callable[..., SignIn]) -> Respo
     return Response(login_success(result.user, result.tokens))
 
 
+@answers(EmailTaken)
 class RegisterApi(AuthApi):
     identifier_field = "email"
 
@@ -64,7 +81,7 @@ class RegisterApi(AuthApi):
         "runs with ACCOUNTS_PREVENT_ENUMERATION (then 200 like any other, and the owner gets an "
         "e-mail).",
         request=RegisterInput,
-        responses={200: ChallengeOutput, **problem_responses(400, 409, 429)},
+        responses={200: ChallengeOutput},
         tags=["registration"],
     )
     def post(self, request: Request) -> Response:
@@ -82,6 +99,7 @@ class ConfirmApi(AuthApi):
     identifier_field = "requestId"
 
 
+@answers(*CODE_ERRORS, *(step for step in SIGN_IN_STEPS if step is not EmailNotConfirmed))
 class VerifyEmailConfirmApi(ConfirmApi):
     device_bound = True  # signs in: the session starts bound to the request's device
 
@@ -91,13 +109,14 @@ class VerifyEmailConfirmApi(ConfirmApi):
         description="After the address is confirmed the sign-in goes on in the order of "
         "/api/auth/login/email: 401 ACTION_RESET_PASSWORD and 428 TWO_FACTOR_REQUIRED still apply.",
         request=ConfirmInput,
-        responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 428, 429)},
+        responses={200: LoginSuccessOutput},
         tags=["registration"],
     )
     def post(self, request: Request) -> Response:
         return signed_in_by_code(request, email_confirm)
 
 
+@answers(*RESEND_ERRORS)
 class ResendApi(ConfirmApi):
     purpose: Challenge.Purpose
 
@@ -117,13 +136,17 @@ class VerifyEmailResendApi(ResendApi):
         operation_id="register_verify_email_resend",
         summary="E-mail a new confirmation code (the old one stops working)",
         request=ResendInput,
-        responses={200: ResendOutput, **problem_responses(400, 404, 429)},
+        responses={200: ResendOutput},
         tags=["registration"],
     )
     def post(self, request: Request) -> Response:
         return super().post(request)
 
 
+# A wrong code for an authenticator app counts under the account's sign-in gate (SignInBusy).
+@answers(
+    *CODE_ERRORS, SignInBusy, *(step for step in SIGN_IN_STEPS if step is not TwoFactorRequired)
+)
 class TwoFactorConfirmApi(ConfirmApi):
     device_bound = True  # signs in: the session starts bound to the request's device
 
@@ -136,13 +159,14 @@ class TwoFactorConfirmApi(ConfirmApi):
         "the device that typed the password. Wrong codes for an authenticator app count across "
         "sign-ins: 10 in a row lock the account (423 on the next sign-in).",
         request=ConfirmInput,
-        responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 429)},
+        responses={200: LoginSuccessOutput},
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
         return signed_in_by_code(request, sign_in_two_factor_confirm)
 
 
+@answers(NothingToResend)  # a sign-in by an authenticator app sends nothing
 class TwoFactorResendApi(ResendApi):
     purpose = Challenge.Purpose.SIGN_IN
 
@@ -151,7 +175,7 @@ class TwoFactorResendApi(ResendApi):
         summary="Send a new sign-in code by SMS (the old one stops working)",
         description="400 NOTHING_TO_RESEND for a sign-in by an authenticator app (TOTP).",
         request=ResendInput,
-        responses={200: ResendOutput, **problem_responses(400, 404, 429)},
+        responses={200: ResendOutput},
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
@@ -165,7 +189,7 @@ class ResetPasswordApi(AuthApi):
         operation_id="reset_password",
         summary="E-mail a password reset code; the same answer whether or not the account exists",
         request=ResetPasswordInput,
-        responses={200: ResendOutput, **problem_responses(400, 429)},
+        responses={200: ResendOutput},
         tags=["password reset"],
     )
     def post(self, request: Request) -> Response:
@@ -184,19 +208,20 @@ class ResetPasswordResendApi(ResendApi):
         operation_id="reset_password_resend",
         summary="E-mail a new password reset code (the old one stops working)",
         request=ResendInput,
-        responses={200: ResendOutput, **problem_responses(400, 404, 429)},
+        responses={200: ResendOutput},
         tags=["password reset"],
     )
     def post(self, request: Request) -> Response:
         return super().post(request)
 
 
+@answers(*CODE_ERRORS)
 class ResetPasswordConfirmApi(ConfirmApi):
     @extend_schema(
         operation_id="reset_password_confirm",
         summary="Set a new password with the e-mailed code; every session ends",
         request=ResetPasswordConfirmInput,
-        responses={200: ConfirmedOutput, **problem_responses(400, 429)},
+        responses={200: ConfirmedOutput},
         tags=["password reset"],
     )
     def post(self, request: Request) -> Response:

@@ -8,7 +8,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from accounts.api.confirmations import resend_json
+from accounts.api.confirmations import CODE_ERRORS, RESEND_ERRORS, resend_json
 from accounts.api.serializers import (
     ChallengeOutput,
     ChangePasswordInput,
@@ -30,6 +30,14 @@ from accounts.api.serializers import (
 )
 from accounts.api.views import CabinetApi
 from accounts.authentication import AuthenticatedRequest
+from accounts.errors import (
+    AccountLocked,
+    PhoneRequired,
+    SessionNotFound,
+    SignInBusy,
+    TwoFactorAlreadyEnabled,
+    TwoFactorNotEnabled,
+)
 from accounts.models import Challenge, Session
 from accounts.permissions import IsCabinetUser, IsCabinetUserAnyState
 from accounts.services.challenges import challenge_resend
@@ -43,7 +51,7 @@ from accounts.services.two_factor import (
     two_factor_enable_confirm,
     two_factor_enable_start,
 )
-from platform_site.serializers import problem_responses
+from platform_site.openapi import answers
 from platform_site.timestamps import rfc3339
 
 
@@ -57,7 +65,7 @@ class MeApi(CabinetApi):
     @extend_schema(
         operation_id="users_me",
         summary="Your userDto",
-        responses={200: UserDtoOutput, **problem_responses(400, 401, 403, 429)},
+        responses={200: UserDtoOutput},
         tags=["profile"],
     )
     def get(self, request: AuthenticatedRequest) -> Response:
@@ -69,7 +77,7 @@ class MeApi(CabinetApi):
         description="A changed phone is announced by e-mail. With two-factor sign-in on, the "
         "phone cannot be removed.",
         request=ProfileInput,
-        responses={200: UserDtoOutput, **problem_responses(400, 401, 403, 429)},
+        responses={200: UserDtoOutput},
         tags=["profile"],
     )
     def patch(self, request: AuthenticatedRequest) -> Response:
@@ -86,6 +94,8 @@ class MeApi(CabinetApi):
         return Response(user_dto(user))
 
 
+# The current password is checked like a sign-in's, under the account's lock.
+@answers(AccountLocked, SignInBusy)
 class ChangePasswordApi(CabinetApi):
     permission_classes = [IsCabinetUserAnyState]
 
@@ -95,7 +105,7 @@ class ChangePasswordApi(CabinetApi):
         description="Also the way out of USER_PASSWORD_RESET_REQUIRED: the new pair has role USER. "
         "A wrong currentPassword is 400 and counts toward the lock like a wrong sign-in.",
         request=ChangePasswordInput,
-        responses={200: LoginSuccessOutput, **problem_responses(400, 401, 403, 423, 429)},
+        responses={200: LoginSuccessOutput},
         tags=["profile"],
     )
     def patch(self, request: AuthenticatedRequest) -> Response:
@@ -116,9 +126,10 @@ class TwoFactorApi(CabinetApi):
         operation_id="users_two_factor_enable",
         summary="Start enabling two-factor sign-in: an SMS code goes to your phone",
         request=None,
-        responses={200: ChallengeOutput, **problem_responses(400, 401, 403, 409, 429)},
+        responses={200: ChallengeOutput},
         tags=["two-factor"],
     )
+    @answers(TwoFactorAlreadyEnabled, PhoneRequired)
     def patch(self, request: AuthenticatedRequest) -> Response:
         return Response(two_factor_enable_start(user=request.user).as_json())
 
@@ -127,7 +138,7 @@ class TwoFactorApi(CabinetApi):
         summary="Turn two-factor sign-in off, whichever factor is on (you are told by e-mail)",
         description="The recovery codes stop working too.",
         request=None,
-        responses={200: TwoFactorOutput, **problem_responses(400, 401, 403, 429)},
+        responses={200: TwoFactorOutput},
         tags=["two-factor"],
     )
     def delete(self, request: AuthenticatedRequest) -> Response:
@@ -135,13 +146,14 @@ class TwoFactorApi(CabinetApi):
         return Response({"twoFactorEnabled": user.two_factor_enabled})
 
 
+@answers(*CODE_ERRORS, TwoFactorAlreadyEnabled)
 class TwoFactorConfirmApi(CabinetApi):
     @extend_schema(
         operation_id="users_two_factor_confirm",
         summary="Confirm the SMS code: two-factor sign-in is on, with new recovery codes",
         description="recoveryCodes are shown only in this answer.",
         request=ConfirmInput,
-        responses={200: TwoFactorEnabledOutput, **problem_responses(400, 401, 403, 409, 429)},
+        responses={200: TwoFactorEnabledOutput},
         tags=["two-factor"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
@@ -156,12 +168,13 @@ class TwoFactorConfirmApi(CabinetApi):
         return Response({"twoFactorEnabled": True, "recoveryCodes": enabled.recovery_codes})
 
 
+@answers(*RESEND_ERRORS)
 class TwoFactorResendApi(CabinetApi):
     @extend_schema(
         operation_id="users_two_factor_resend",
         summary="Send a new code for enabling two-factor sign-in",
         request=ResendInput,
-        responses={200: ResendOutput, **problem_responses(400, 401, 403, 404, 429)},
+        responses={200: ResendOutput},
         tags=["two-factor"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
@@ -184,7 +197,7 @@ class TotpApi(CabinetApi):
         "place of the SMS code or of another app; until then nothing changes. secret is shown "
         "only in this answer.",
         request=None,
-        responses={200: TotpStartOutput, **problem_responses(400, 401, 403, 429)},
+        responses={200: TotpStartOutput},
         tags=["two-factor"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
@@ -198,6 +211,7 @@ class TotpApi(CabinetApi):
         )
 
 
+@answers(*CODE_ERRORS)
 class TotpConfirmApi(CabinetApi):
     @extend_schema(
         operation_id="users_two_factor_totp_confirm",
@@ -206,7 +220,7 @@ class TotpConfirmApi(CabinetApi):
         description="Wrong codes follow the rules of every code: 400 CODE_INVALID with "
         "attemptsRemaining, then 429 ATTEMPTS_EXCEEDED. recoveryCodes are shown only here.",
         request=TotpConfirmInput,
-        responses={200: RecoveryCodesOutput, **problem_responses(400, 401, 403, 429)},
+        responses={200: RecoveryCodesOutput},
         tags=["two-factor"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
@@ -221,6 +235,7 @@ class TotpConfirmApi(CabinetApi):
         return Response({"recoveryCodes": enabled.recovery_codes})
 
 
+@answers(TwoFactorNotEnabled)
 class RecoveryCodesApi(CabinetApi):
     @extend_schema(
         operation_id="users_two_factor_recovery_codes",
@@ -228,7 +243,7 @@ class RecoveryCodesApi(CabinetApi):
         description="recoveryCodes are shown only in this answer. 409 TWO_FACTOR_NOT_ENABLED "
         "while two-factor sign-in is off.",
         request=None,
-        responses={200: RecoveryCodesOutput, **problem_responses(400, 401, 403, 409, 429)},
+        responses={200: RecoveryCodesOutput},
         tags=["two-factor"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
@@ -253,7 +268,7 @@ class SessionsApi(CabinetApi):
     @extend_schema(
         operation_id="users_sessions",
         summary="Your live sessions, most recently used first",
-        responses={200: SessionListOutput, **problem_responses(400, 401, 403, 429)},
+        responses={200: SessionListOutput},
         tags=["sessions"],
     )
     def get(self, request: AuthenticatedRequest) -> Response:
@@ -263,11 +278,12 @@ class SessionsApi(CabinetApi):
         )
 
 
+@answers(SessionNotFound)
 class SessionApi(CabinetApi):
     @extend_schema(
         operation_id="users_sessions_revoke",
         summary="Sign out one session: its tokens answer 401 from now on",
-        responses={200: EmptyOutput, **problem_responses(400, 401, 403, 404, 429)},
+        responses={200: EmptyOutput},
         tags=["sessions"],
     )
     def delete(self, request: AuthenticatedRequest, session_id: uuid.UUID) -> Response:

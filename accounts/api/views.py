@@ -31,6 +31,22 @@ from accounts.api.serializers import (
 )
 from accounts.authentication import AuthenticatedRequest
 from accounts.devices import device_of
+from accounts.errors import (
+    AccountDisabled,
+    AccountExpired,
+    AccountLocked,
+    AdapterNotFound,
+    BadCredentials,
+    CredentialsExpired,
+    DeviceMismatch,
+    EmailNotConfirmed,
+    LoginTaken,
+    RefreshTokenReused,
+    SignInBusy,
+    TokenExpired,
+    TokenRevoked,
+    TwoFactorRequired,
+)
 from accounts.permissions import IsCabinetUser
 from accounts.selectors import AdapterSummary, adapters_for_owner
 from accounts.services.accounts import account_set_active
@@ -42,9 +58,12 @@ from accounts.services.adapters import (
 )
 from accounts.services.sessions import session_logout, session_refresh
 from accounts.services.sign_in import IdentifierKind, sign_in
+from accounts.services.tokens import UNREADABLE_REFRESH
+from exchange.errors import RouteNotAllowed, RouteSenderNotFound
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
-from platform_site.errors import ApplicationError
+from platform_site.errors import ApplicationError, NotFound, RateLimited, TokenMalformed
+from platform_site.openapi import answers
 from platform_site.ratelimits import (
     Limit,
     RateLimitedApiMixin,
@@ -53,10 +72,10 @@ from platform_site.ratelimits import (
     rate_limit_enforce,
     user_limits,
 )
-from platform_site.serializers import problem_responses
 from platform_site.timestamps import rfc3339
 
 
+@answers(RateLimited)
 class AuthApi(RateLimitedApiMixin, APIView):
     """Unauthenticated endpoints, limited per client IP and per account named in the body."""
 
@@ -85,6 +104,17 @@ class AuthApi(RateLimitedApiMixin, APIView):
         )
 
 
+# The checks after the password (sign_in_continue), which every way of signing in ends with.
+SIGN_IN_STEPS = (
+    AccountDisabled,
+    AccountExpired,
+    EmailNotConfirmed,
+    CredentialsExpired,
+    TwoFactorRequired,
+)
+
+
+@answers(AccountLocked, BadCredentials, SignInBusy, *SIGN_IN_STEPS)
 class LoginApi(AuthApi):
     device_bound = True  # the session starts bound to the request's device (accounts.schema)
     kind: IdentifierKind
@@ -111,10 +141,7 @@ class LoginEmailApi(LoginApi):
         "expired, 409 EMAIL_NOT_CONFIRMED (a code is e-mailed), 401 ACTION_RESET_PASSWORD, "
         "428 TWO_FACTOR_REQUIRED (a code is sent by SMS), 200.",
         request=LoginEmailInput,
-        responses={
-            200: LoginSuccessOutput,
-            **problem_responses(400, 401, 403, 409, 423, 428, 429),
-        },
+        responses={200: LoginSuccessOutput},
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
@@ -132,10 +159,7 @@ class LoginUsernameApi(LoginApi):
         summary="Sign in with login and password (adapters and cabinet users)",
         description="The outcomes of /api/auth/login/email, in the same order.",
         request=LoginUsernameInput,
-        responses={
-            200: LoginSuccessOutput,
-            **problem_responses(400, 401, 403, 409, 423, 428, 429),
-        },
+        responses={200: LoginSuccessOutput},
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
@@ -146,6 +170,11 @@ class LoginUsernameApi(LoginApi):
         )
 
 
+# The token in the body is a refresh token; what the service says of it (accounts.services.tokens).
+REFRESH_TOKEN_MALFORMED = TokenMalformed(UNREADABLE_REFRESH)
+
+
+@answers(REFRESH_TOKEN_MALFORMED, TokenExpired, TokenRevoked, DeviceMismatch, RefreshTokenReused)
 class RefreshApi(AuthApi):
     device_bound = True  # from another device than the session's: 401 DEVICE_MISMATCH
 
@@ -153,7 +182,7 @@ class RefreshApi(AuthApi):
         operation_id="token_refresh",
         summary="Exchange the refresh token for a new pair (the old refresh token dies)",
         request=RefreshTokenInput,
-        responses={200: TokenPairOutput, **problem_responses(400, 401, 429)},
+        responses={200: TokenPairOutput},
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
@@ -165,6 +194,7 @@ class RefreshApi(AuthApi):
         return Response(pair.as_json())
 
 
+@answers(REFRESH_TOKEN_MALFORMED, TokenExpired)
 class LogoutApi(AuthApi):
     # Declared like on the session's other calls, and its form checked as there. The session's
     # own device is not compared: possession of the refresh token is the proof (session_logout).
@@ -174,7 +204,7 @@ class LogoutApi(AuthApi):
         operation_id="logout",
         summary="End the session of this refresh token: both of its tokens stop working",
         request=RefreshTokenInput,
-        responses={200: EmptyOutput, **problem_responses(400, 401, 429)},
+        responses={200: EmptyOutput},
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
@@ -199,8 +229,10 @@ def adapter_json(summary: AdapterSummary) -> dict[str, Any]:
     }
 
 
+@answers(RateLimited)
 class CabinetApi(RateLimitedApiMixin, APIView):
-    """Endpoints of a signed-in cabinet user, limited per user."""
+    """Endpoints of a signed-in cabinet user, limited per user. The access token's errors and the
+    permissions' 403s come with the view's authentication and permissions (accounts.schema)."""
 
     permission_classes: list[Any] = [IsCabinetUser]
     device_bound = True  # the access token's session is bound to a device (accounts.schema)
@@ -213,7 +245,7 @@ class AdaptersApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_list",
         summary="Your adapters with their queue figures",
-        responses={200: AdapterListOutput, **problem_responses(400, 401, 403, 429)},
+        responses={200: AdapterListOutput},
         tags=["adapters"],
     )
     def get(self, request: AuthenticatedRequest) -> Response:
@@ -225,9 +257,10 @@ class AdaptersApi(CabinetApi):
         operation_id="adapters_create",
         summary="Create an adapter; its password is shown in this response only",
         request=AdapterCreateInput,
-        responses={201: AdapterCredentialsOutput, **problem_responses(400, 401, 403, 409, 429)},
+        responses={201: AdapterCredentialsOutput},
         tags=["adapters"],
     )
+    @answers(LoginTaken)
     def post(self, request: AuthenticatedRequest) -> Response:
         data = AdapterCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -242,12 +275,13 @@ class AdaptersApi(CabinetApi):
         )
 
 
+@answers(AdapterNotFound)
 class AdapterApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_update",
         summary="Disable (active: false; its sessions end) or enable an adapter",
         request=AdapterUpdateInput,
-        responses={200: AdapterOutput, **problem_responses(400, 401, 403, 404, 429)},
+        responses={200: AdapterOutput},
         tags=["adapters"],
     )
     def patch(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -263,7 +297,7 @@ class AdapterApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_delete",
         summary="Delete an adapter with its waiting messages",
-        responses={200: EmptyOutput, **problem_responses(400, 401, 403, 404, 429)},
+        responses={200: EmptyOutput},
         tags=["adapters"],
     )
     def delete(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -271,12 +305,13 @@ class AdapterApi(CabinetApi):
         return Response({})
 
 
+@answers(AdapterNotFound)
 class AdapterPasswordApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_password_rotate",
         summary="Give the adapter a new password (shown only here); its sessions end",
         request=None,
-        responses={200: AdapterPasswordOutput, **problem_responses(400, 401, 403, 404, 429)},
+        responses={200: AdapterPasswordOutput},
         tags=["adapters"],
     )
     def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -286,12 +321,13 @@ class AdapterPasswordApi(CabinetApi):
         )
 
 
+@answers(AdapterNotFound)
 class AdapterPurgeApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_purge",
         summary="Delete every message waiting for this adapter (its dead letters stay)",
         request=None,
-        responses={200: PurgedOutput, **problem_responses(400, 401, 403, 404, 429)},
+        responses={200: PurgedOutput},
         tags=["adapters"],
     )
     def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -299,16 +335,13 @@ class AdapterPurgeApi(CabinetApi):
         return Response({"purged": queue_purge(adapter=adapter, actor=request.user)})
 
 
+@answers(AdapterNotFound, RouteSenderNotFound, RouteNotAllowed)
 class AdapterRoutesApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_routes_grant",
         summary="Let another owner's adapter send to this adapter",
         request=RouteCreateInput,
-        responses={
-            201: RouteCreateInput,
-            200: RouteCreateInput,
-            **problem_responses(400, 401, 403, 404, 429),
-        },
+        responses={201: RouteCreateInput, 200: RouteCreateInput},
         tags=["adapters"],
     )
     def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -323,11 +356,12 @@ class AdapterRoutesApi(CabinetApi):
         return Response({"senderAdapterId": route.sender_id}, status=201 if created else 200)
 
 
+@answers(AdapterNotFound, NotFound)
 class AdapterRouteApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_routes_withdraw",
         summary="Withdraw a route: that adapter may no longer send to this one",
-        responses={200: EmptyOutput, **problem_responses(400, 401, 403, 404, 429)},
+        responses={200: EmptyOutput},
         tags=["adapters"],
     )
     def delete(self, request: AuthenticatedRequest, adapter_id: int, sender_id: int) -> Response:

@@ -36,7 +36,14 @@ from exchange.api.serializers import (
     receive_options,
     send_input,
 )
-from exchange.errors import MessageNotFound
+from exchange.errors import (
+    IdempotencyKeyReused,
+    MessageNotFound,
+    QueueFull,
+    SendInterrupted,
+    SendNotAllowed,
+    TooManyWaiting,
+)
 from exchange.selectors import queue_stats
 from exchange.services.messages import (
     Delivery,
@@ -52,7 +59,8 @@ from exchange.services.messages import (
     messages_send,
     receipt_parse,
 )
-from platform_site.errors import ApplicationError, RateLimited, ValidationFailed
+from platform_site.errors import ApplicationError, RateLimited, UnknownField, ValidationFailed
+from platform_site.openapi import answers
 from platform_site.ratelimits import (
     Limit,
     RateLimitedApiMixin,
@@ -60,7 +68,6 @@ from platform_site.ratelimits import (
     exchange_limits,
     rate_limit_count_more,
 )
-from platform_site.serializers import problem_responses
 from platform_site.timestamps import rfc3339
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
@@ -70,7 +77,6 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
     description="1..255 printable ASCII characters. A replay with the same body answers 200 with "
     "the first messageId and duplicate: true; with another body, 409 IDEMPOTENCY_KEY_REUSED.",
 )
-ERRORS = (400, 401, 403, 429)
 
 
 def _results(acked: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
@@ -98,8 +104,11 @@ def _json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+@answers(RateLimited)
 class ExchangeApi(RateLimitedApiMixin, APIView):
-    """Adapters only; every call counts against the adapter's EXCHANGE_RATE_LIMIT."""
+    """Adapters only; every call counts against the adapter's EXCHANGE_RATE_LIMIT. The access
+    token's errors and the permission's 403s come with the view's authentication and permission
+    (accounts.schema)."""
 
     permission_classes = [IsAdapter]
     device_bound = True  # the access token's session is bound to a device (accounts.schema)
@@ -118,7 +127,7 @@ class WhoAmIApi(ExchangeApi):
     @extend_schema(
         operation_id="exchange_whoami",
         summary="Who this token signs in as: for monitoring the exchange API",
-        responses={200: WhoAmIOutput, **problem_responses(*ERRORS)},
+        responses={200: WhoAmIOutput},
         tags=["exchange"],
     )
     def get(self, request: AuthenticatedRequest) -> HttpResponse:
@@ -143,9 +152,10 @@ class MessagesApi(ExchangeApi):
         "with redelivered: true, even inside their lease. After EXCHANGE_MAX_DELIVERIES "
         "deliveries a message moves to the dead letters.",
         parameters=[ReceiveInput],
-        responses={200: ReceiveOutput, **problem_responses(*ERRORS)},
+        responses={200: ReceiveOutput},
         tags=["exchange"],
     )
+    @answers(ValidationFailed, UnknownField, TooManyWaiting)  # the query string; a long poll
     def get(self, request: AuthenticatedRequest) -> HttpResponse:
         options = receive_options(request.query_params)
         deliveries = messages_receive(
@@ -162,9 +172,10 @@ class MessagesApi(ExchangeApi):
         summary="Send a message to an adapter of your owner, or one that granted you a route",
         request=SendInput,
         parameters=[IDEMPOTENCY_HEADER],
-        responses={201: SentOutput, 200: SentOutput, **problem_responses(*ERRORS, 409, 413)},
+        responses={201: SentOutput, 200: SentOutput},
         tags=["exchange"],
     )
+    @answers(SendNotAllowed, IdempotencyKeyReused, QueueFull, SendInterrupted)
     def post(self, request: AuthenticatedRequest) -> HttpResponse:
         key = request.headers.get("Idempotency-Key")
         if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
@@ -197,7 +208,7 @@ class MessagesBatchApi(ExchangeApi):
         "those past it fail with RATE_LIMITED. The body may be up to "
         "EXCHANGE_BATCH_MAX_BODY_BYTES (4 MiB).",
         request=SendBatchInput,
-        responses={200: SendBatchOutput, **problem_responses(*ERRORS, 413)},
+        responses={200: SendBatchOutput},
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest) -> HttpResponse:
@@ -234,6 +245,7 @@ def _batch_result(outcome: Sent | ApplicationError) -> dict[str, Any]:
     return {"status": status, "messageId": str(outcome.message_id)}
 
 
+@answers(TooManyWaiting)  # an ACK that receives may wait for messages
 class MessagesAckApi(ExchangeApi):
     @extend_schema(
         operation_id="exchange_ack",
@@ -242,7 +254,7 @@ class MessagesAckApi(ExchangeApi):
         "answer also holds the messages that GET /api/exchange/messages with those options would "
         "have answered after the ACK.",
         request=AckInput,
-        responses={200: AckOutput, **problem_responses(*ERRORS)},
+        responses={200: AckOutput},
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest) -> HttpResponse:
@@ -262,12 +274,13 @@ class MessagesAckApi(ExchangeApi):
         return deliveries_response(deliveries, results=_results(acked))
 
 
+@answers(MessageNotFound)
 class MessageAckApi(ExchangeApi):
     @extend_schema(
         operation_id="exchange_ack_one",
         summary="Acknowledge one message (200 acked or alreadyAcked, 404 otherwise)",
         request=None,
-        responses={200: ResultOutput, **problem_responses(*ERRORS, 404)},
+        responses={200: ResultOutput},
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest, message_id: uuid.UUID) -> HttpResponse:
@@ -302,7 +315,7 @@ class MessagesNackApi(ExchangeApi):
         operation_id="exchange_nack",
         summary="Release leased messages now or after delaySeconds",
         request=ReleaseInput,
-        responses={200: ResultsOutput, **problem_responses(*ERRORS)},
+        responses={200: ResultsOutput},
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest) -> HttpResponse:
@@ -323,7 +336,7 @@ class MessagesLeaseApi(ExchangeApi):
         operation_id="exchange_lease",
         summary="Extend leases still held: extended (with leaseExpiresAt), leaseLost or notFound",
         request=LeaseInput,
-        responses={200: ResultsOutput, **problem_responses(*ERRORS)},
+        responses={200: ResultsOutput},
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest) -> HttpResponse:
@@ -347,7 +360,7 @@ class StatsApi(ExchangeApi):
     @extend_schema(
         operation_id="exchange_stats",
         summary="Your queue: available, in flight, delayed, dead-lettered, oldest message age",
-        responses={200: StatsOutput, **problem_responses(*ERRORS)},
+        responses={200: StatsOutput},
         tags=["exchange"],
     )
     def get(self, request: AuthenticatedRequest) -> HttpResponse:

@@ -7,6 +7,23 @@ from typing import Any
 import yaml
 from django.contrib.staticfiles import finders
 from openapi_spec_validator import validate
+from rest_framework.views import APIView
+
+from accounts.api import urls as accounts_api_urls
+from accounts.api.views import LoginApi
+from accounts.errors import BadCredentials
+from accounts.schema import BODY, EVERY_OPERATION, GUARDS, answer_of
+from exchange.api import urls as exchange_api_urls
+from platform_site.openapi import Declaration, answered
+from platform_site.problem_titles import problem_title
+from tests.problem_answers import (
+    OBSERVED,
+    PROBLEM_MEMBERS,
+    Observed,
+    described,
+    generated_schema,
+    undeclared,
+)
 
 
 def test_schema_is_valid_openapi_3(client):
@@ -38,60 +55,154 @@ def test_docs_page_renders_swagger_ui_from_the_platforms_own_static_files(client
 
 
 CONTRACT = {
-    ("post", "/api/auth/login/email"): {200, 400, 401, 403, 409, 423, 428, 429},
-    ("post", "/api/auth/login/username"): {200, 400, 401, 403, 409, 423, 428, 429},
-    ("post", "/api/auth/refresh"): {200, 400, 401, 429},
-    ("post", "/api/auth/logout"): {200, 400, 401, 429},
-    ("get", "/api/users/adapters"): {200, 400, 401, 403, 429},
-    ("post", "/api/users/adapters"): {201, 400, 401, 403, 409, 429},
-    ("patch", "/api/users/adapters/{adapter_id}"): {200, 400, 401, 403, 404, 429},
-    ("delete", "/api/users/adapters/{adapter_id}"): {200, 400, 401, 403, 404, 429},
-    ("post", "/api/users/adapters/{adapter_id}/password"): {200, 400, 401, 403, 404, 429},
-    ("post", "/api/users/adapters/{adapter_id}/purge"): {200, 400, 401, 403, 404, 429},
-    ("post", "/api/users/adapters/{adapter_id}/routes"): {200, 201, 400, 401, 403, 404, 429},
+    ("post", "/api/auth/login/email"): {200, 400, 401, 403, 406, 409, 413, 415, 423, 428, 429, 503},
+    ("post", "/api/auth/login/username"): {
+        200,
+        400,
+        401,
+        403,
+        406,
+        409,
+        413,
+        415,
+        423,
+        428,
+        429,
+        503,
+    },
+    ("post", "/api/auth/refresh"): {200, 400, 401, 406, 413, 415, 429, 503},
+    ("post", "/api/auth/logout"): {200, 400, 401, 406, 413, 415, 429, 503},
+    ("get", "/api/users/adapters"): {200, 400, 401, 403, 406, 429, 503},
+    ("post", "/api/users/adapters"): {201, 400, 401, 403, 406, 409, 413, 415, 429, 503},
+    ("patch", "/api/users/adapters/{adapter_id}"): {
+        200,
+        400,
+        401,
+        403,
+        404,
+        406,
+        413,
+        415,
+        429,
+        503,
+    },
+    ("delete", "/api/users/adapters/{adapter_id}"): {200, 400, 401, 403, 404, 406, 429, 503},
+    ("post", "/api/users/adapters/{adapter_id}/password"): {200, 400, 401, 403, 404, 406, 429, 503},
+    ("post", "/api/users/adapters/{adapter_id}/purge"): {200, 400, 401, 403, 404, 406, 429, 503},
+    ("post", "/api/users/adapters/{adapter_id}/routes"): {
+        200,
+        201,
+        400,
+        401,
+        403,
+        404,
+        406,
+        413,
+        415,
+        429,
+        503,
+    },
     ("delete", "/api/users/adapters/{adapter_id}/routes/{sender_id}"): {
         200,
         400,
         401,
         403,
         404,
+        406,
         429,
+        503,
     },
-    ("get", "/api/exchange/whoami"): {200, 400, 401, 403, 429},
-    ("get", "/api/exchange/messages"): {200, 400, 401, 403, 429},
-    ("post", "/api/exchange/messages"): {200, 201, 400, 401, 403, 409, 413, 429},
-    ("post", "/api/exchange/messages/batch"): {200, 400, 401, 403, 413, 429},
-    ("post", "/api/exchange/messages/ack"): {200, 400, 401, 403, 429},
-    ("post", "/api/exchange/messages/{message_id}/ack"): {200, 400, 401, 403, 404, 429},
-    ("post", "/api/exchange/messages/nack"): {200, 400, 401, 403, 429},
-    ("post", "/api/exchange/messages/lease"): {200, 400, 401, 403, 429},
-    ("get", "/api/exchange/stats"): {200, 400, 401, 403, 429},
-    ("post", "/api/auth/login/two-factor/confirm"): {200, 400, 401, 403, 429},
-    ("post", "/api/auth/login/two-factor/resend"): {200, 400, 404, 429},
-    ("post", "/api/auth/register"): {200, 400, 409, 429},
-    ("post", "/api/auth/register/verify-email/confirm"): {200, 400, 401, 403, 428, 429},
-    ("post", "/api/auth/register/verify-email/resend"): {200, 400, 404, 429},
-    ("post", "/api/auth/reset-password"): {200, 400, 429},
-    ("post", "/api/auth/reset-password/confirm"): {200, 400, 429},
-    ("post", "/api/auth/reset-password/resend"): {200, 400, 404, 429},
-    ("patch", "/api/users/change-password"): {200, 400, 401, 403, 423, 429},
-    ("get", "/api/users/me"): {200, 400, 401, 403, 429},
-    ("patch", "/api/users/me"): {200, 400, 401, 403, 429},
-    ("get", "/api/users/sessions"): {200, 400, 401, 403, 429},
-    ("delete", "/api/users/sessions/{session_id}"): {200, 400, 401, 403, 404, 429},
-    ("patch", "/api/users/two-factor-authentication"): {200, 400, 401, 403, 409, 429},
-    ("delete", "/api/users/two-factor-authentication"): {200, 400, 401, 403, 429},
-    ("post", "/api/users/two-factor-authentication/confirm"): {200, 400, 401, 403, 409, 429},
-    ("post", "/api/users/two-factor-authentication/resend"): {200, 400, 401, 403, 404, 429},
-    ("post", "/api/users/two-factor-authentication/totp"): {200, 400, 401, 403, 429},
-    ("post", "/api/users/two-factor-authentication/totp/confirm"): {200, 400, 401, 403, 429},
+    ("get", "/api/exchange/whoami"): {200, 400, 401, 403, 406, 429, 503},
+    ("get", "/api/exchange/messages"): {200, 400, 401, 403, 406, 429, 503},
+    ("post", "/api/exchange/messages"): {200, 201, 400, 401, 403, 406, 409, 413, 415, 429, 503},
+    ("post", "/api/exchange/messages/batch"): {200, 400, 401, 403, 406, 413, 415, 429, 503},
+    ("post", "/api/exchange/messages/ack"): {200, 400, 401, 403, 406, 413, 415, 429, 503},
+    ("post", "/api/exchange/messages/{message_id}/ack"): {200, 400, 401, 403, 404, 406, 429, 503},
+    ("post", "/api/exchange/messages/nack"): {200, 400, 401, 403, 406, 413, 415, 429, 503},
+    ("post", "/api/exchange/messages/lease"): {200, 400, 401, 403, 406, 413, 415, 429, 503},
+    ("get", "/api/exchange/stats"): {200, 400, 401, 403, 406, 429, 503},
+    ("post", "/api/auth/login/two-factor/confirm"): {
+        200,
+        400,
+        401,
+        403,
+        406,
+        409,
+        413,
+        415,
+        429,
+        503,
+    },
+    ("post", "/api/auth/login/two-factor/resend"): {200, 400, 404, 406, 413, 415, 429, 503},
+    ("post", "/api/auth/register"): {200, 400, 406, 409, 413, 415, 429, 503},
+    ("post", "/api/auth/register/verify-email/confirm"): {
+        200,
+        400,
+        401,
+        403,
+        406,
+        413,
+        415,
+        428,
+        429,
+        503,
+    },
+    ("post", "/api/auth/register/verify-email/resend"): {200, 400, 404, 406, 413, 415, 429, 503},
+    ("post", "/api/auth/reset-password"): {200, 400, 406, 413, 415, 429, 503},
+    ("post", "/api/auth/reset-password/confirm"): {200, 400, 406, 413, 415, 429, 503},
+    ("post", "/api/auth/reset-password/resend"): {200, 400, 404, 406, 413, 415, 429, 503},
+    ("patch", "/api/users/change-password"): {200, 400, 401, 403, 406, 413, 415, 423, 429, 503},
+    ("get", "/api/users/me"): {200, 400, 401, 403, 406, 429, 503},
+    ("patch", "/api/users/me"): {200, 400, 401, 403, 406, 413, 415, 429, 503},
+    ("get", "/api/users/sessions"): {200, 400, 401, 403, 406, 429, 503},
+    ("delete", "/api/users/sessions/{session_id}"): {200, 400, 401, 403, 404, 406, 429, 503},
+    ("patch", "/api/users/two-factor-authentication"): {200, 400, 401, 403, 406, 409, 429, 503},
+    ("delete", "/api/users/two-factor-authentication"): {200, 400, 401, 403, 406, 429, 503},
+    ("post", "/api/users/two-factor-authentication/confirm"): {
+        200,
+        400,
+        401,
+        403,
+        406,
+        409,
+        413,
+        415,
+        429,
+        503,
+    },
+    ("post", "/api/users/two-factor-authentication/resend"): {
+        200,
+        400,
+        401,
+        403,
+        404,
+        406,
+        413,
+        415,
+        429,
+        503,
+    },
+    ("post", "/api/users/two-factor-authentication/totp"): {200, 400, 401, 403, 406, 429, 503},
+    ("post", "/api/users/two-factor-authentication/totp/confirm"): {
+        200,
+        400,
+        401,
+        403,
+        406,
+        413,
+        415,
+        429,
+        503,
+    },
     ("post", "/api/users/two-factor-authentication/recovery-codes"): {
         200,
         400,
         401,
         403,
+        406,
         409,
         429,
+        503,
     },
 }
 
@@ -113,7 +224,21 @@ def test_errors_are_documented_as_problem_json(client):
     refused = document["paths"]["/api/auth/login/username"]["post"]["responses"]["423"]
 
     assert refused["content"] == {
-        "application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemOutput"}}
+        "application/problem+json": {
+            "schema": {"$ref": "#/components/schemas/ProblemOutput"},
+            "examples": {"ACCOUNT_LOCKED": {"$ref": "#/components/examples/AccountLocked"}},
+        }
+    }
+    assert refused["description"] == (
+        "- `ACCOUNT_LOCKED`, with `lockedUntil`: Too many wrong passwords: the account is locked."
+    )
+    assert document["components"]["examples"]["AccountLocked"]["value"] == {
+        "type": "about:blank",
+        "title": "Locked",
+        "status": 423,
+        "detail": "Too many wrong passwords: the account is locked until 2026-11-21T09:45:00Z.",
+        "code": "ACCOUNT_LOCKED",
+        "lockedUntil": "2026-11-21T09:45:00Z",
     }
     assert document["components"]["securitySchemes"]["accessToken"]["scheme"] == "bearer"
 
@@ -335,3 +460,211 @@ def test_no_operation_id_tag_or_component_name_that_generated_clients_use_is_ren
     assert not gone, BREAKING.format(gone=", ".join(sorted(gone)))
     new = {*(set(tags) - set(OPERATION_TAGS)), *(components - COMPONENTS)}
     assert not new, f"New in the schema: {', '.join(sorted(new))}. Add them to this test's lists."
+
+
+# Error responses: generated from what each view declares (platform_site/openapi.py) and what
+# accounts/schema.py adds for the machinery around it.
+
+
+def problem_codes(operation: dict[str, Any], status: int) -> dict[str, frozenset[str]]:
+    """The codes the operation's ``status`` response names, each with its members."""
+    return described(operation["responses"][str(status)])
+
+
+def test_sign_in_names_its_own_401s_not_the_access_tokens(client):
+    operations = operations_of(client.get("/api/schema/?format=json").json())
+
+    for operation_id in ("login_username", "login_email"):
+        _, operation = operations[operation_id]
+        assert problem_codes(operation, 401) == {
+            "BAD_CREDENTIALS": frozenset(),
+            "ACTION_RESET_PASSWORD": frozenset(),
+        }
+        assert problem_codes(operation, 409) == {
+            "EMAIL_NOT_CONFIRMED": frozenset({"requestId", "retryAfterSeconds"})
+        }
+        assert problem_codes(operation, 428) == {
+            "TWO_FACTOR_REQUIRED": frozenset({"requestId", "confirmMethod", "retryAfterSeconds"})
+        }
+        assert problem_codes(operation, 423) == {"ACCOUNT_LOCKED": frozenset({"lockedUntil"})}
+
+
+def test_refresh_names_every_way_a_refresh_token_is_refused(client):
+    _, refresh = operations_of(client.get("/api/schema/?format=json").json())["token_refresh"]
+
+    assert set(problem_codes(refresh, 401)) == {
+        "TOKEN_MALFORMED",
+        "TOKEN_EXPIRED",
+        "TOKEN_REVOKED",
+        "DEVICE_MISMATCH",
+        "REFRESH_TOKEN_REUSED",
+    }
+    assert "The refresh token cannot be read" in refresh["responses"]["401"]["description"]
+
+
+def resolved(document: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" not in item:
+        return item
+    found: dict[str, Any] = document
+    for part in item["$ref"].removeprefix("#/").split("/"):
+        found = found[part]
+    return found
+
+
+def test_every_error_response_names_its_codes_with_their_members_and_shows_each_body(client):
+    document = client.get("/api/schema/?format=json").json()
+
+    for operation_id, (_, operation) in operations_of(document).items():
+        for status, response in operation["responses"].items():
+            if int(status) < 400:
+                continue
+            codes = described(response)
+            where = f"{operation_id} {status}"
+            assert codes, where
+            # One line per code, nothing else: no "Error." or "Conflict." that names none.
+            assert len(response["description"].splitlines()) == len(codes), where
+            content = response["content"]
+            assert list(content) == ["application/problem+json"], where
+            assert content["application/problem+json"]["schema"] == {
+                "$ref": "#/components/schemas/ProblemOutput"
+            }
+            examples = content["application/problem+json"]["examples"]
+            assert list(examples) == list(codes), where
+            for code, example in examples.items():
+                body = resolved(document, example)["value"]
+                assert (body["status"], body["code"]) == (int(status), code), where
+                assert body["title"] == problem_title(int(status)), where
+                assert set(body) - PROBLEM_MEMBERS <= codes[code], where
+
+
+def test_what_the_machinery_answers_is_declared_on_every_operation_it_runs(client):
+    """Once, where it applies: body parsing, X-Device-ID, the access token, rate limits, an
+    unreachable database, content negotiation, a path parameter of the wrong form."""
+    operations = operations_of(client.get("/api/schema/?format=json").json())
+
+    for operation_id, (path, operation) in operations.items():
+        codes = {
+            int(status): set(described(response))
+            for status, response in operation["responses"].items()
+        }
+        assert codes[503] == {"SERVICE_UNAVAILABLE"}, operation_id
+        assert codes[406] == {"NOT_ACCEPTABLE"}, operation_id
+        assert "RATE_LIMITED" in codes[429], operation_id
+        if "requestBody" in operation:
+            assert {"VALIDATION_FAILED", "UNKNOWN_FIELD", "MALFORMED_JSON"} <= codes[400]
+            assert codes[413] == {"PAYLOAD_TOO_LARGE"}, operation_id
+            assert codes[415] == {"UNSUPPORTED_MEDIA_TYPE"}, operation_id
+        if header(operation, "X-Device-ID") is not None:
+            assert "VALIDATION_FAILED" in codes[400], operation_id
+        if operation.get("security"):
+            assert codes[401] == {
+                "TOKEN_MISSING",
+                "TOKEN_MALFORMED",
+                "TOKEN_EXPIRED",
+                "TOKEN_REVOKED",
+                "DEVICE_MISMATCH",
+            }, operation_id
+            assert "PERMISSION_DENIED" in codes[403], operation_id
+        else:
+            assert "TOKEN_MISSING" not in codes.get(401, set()), operation_id
+        if "{" in path:
+            assert "NOT_FOUND" in codes[404], operation_id
+
+
+def test_only_the_allow_list_of_a_required_password_change_never_answers_it(client):
+    operations = operations_of(client.get("/api/schema/?format=json").json())
+
+    allowed = {
+        operation_id
+        for operation_id, (_, operation) in operations.items()
+        if operation.get("security")
+        and "PASSWORD_CHANGE_REQUIRED" not in problem_codes(operation, 403)
+    }
+
+    # docs/sessions.md: with USER_PASSWORD_RESET_REQUIRED, GET /api/users/me and
+    # PATCH /api/users/change-password (refresh and logout take no access token).
+    assert allowed == {"users_me", "users_change_password"}
+
+
+def declarations_of(view_class: type[APIView]) -> list[Declaration]:
+    handlers = [getattr(view_class, method, None) for method in view_class.http_method_names]
+    return [declared for handler in handlers for declared in answered(view_class, handler)]
+
+
+def test_every_declared_error_is_shown_as_the_platform_raises_it():
+    views = {
+        pattern.callback.cls
+        for module in (accounts_api_urls, exchange_api_urls)
+        for pattern in module.urlpatterns
+    }
+    declared = {
+        *EVERY_OPERATION,
+        *BODY,
+        *(error for errors in GUARDS.values() for error in errors),
+        *(declared for view in views for declared in declarations_of(view)),
+    }
+
+    # A class that needs arguments and has no instance in accounts.schema.EXAMPLES is left out
+    # of the schema.
+    assert [d for d in declared if answer_of(d) is None] == []
+
+
+def test_an_integer_bounded_by_bigint_has_an_example_that_try_it_out_can_send(client):
+    """Swagger UI fills "Try it out" with a field's example, else one of its own from the bounds:
+    for the bigint maximum, 9223372036854776000 once JavaScript has rounded it, which the field
+    refuses."""
+    document = client.get("/api/schema/?format=json").json()
+    schemas = document["components"]["schemas"]
+
+    assert schemas["SendInputRequest"]["properties"]["to"]["example"] == 2
+    assert schemas["SendBatchItemInputRequest"]["properties"]["to"]["example"] == 2
+    assert schemas["RouteCreateInputRequest"]["properties"]["senderAdapterId"]["example"] == 2
+    for name, component in schemas.items():
+        for field, schema in component.get("properties", {}).items():
+            if schema.get("type") == "integer" and schema.get("maximum", 0) > 2**53:
+                example = schema.get("example")
+                assert example is not None, (name, field)
+                assert schema.get("minimum", example) <= example <= 2**53, (name, field)
+
+
+def test_an_answer_the_schema_does_not_declare_fails_the_check(client, db, monkeypatch):
+    response = client.post(
+        "/api/auth/login/username",
+        {"username": "nobody", "password": "wrong"},
+        content_type="application/json",
+    )
+    observed = Observed("POST", "/api/auth/login/username", 401, "BAD_CREDENTIALS", frozenset())
+    assert response.status_code == 401
+    assert observed in OBSERVED  # recorded (tests/conftest.py), and declared:
+    assert undeclared([observed], generated_schema()) == []
+
+    # A view that no longer declares it:
+    without = [error for error in vars(LoginApi)["openapi_answers"] if error is not BadCredentials]
+    monkeypatch.setattr(LoginApi, "openapi_answers", tuple(without))
+
+    assert undeclared([observed], generated_schema()) == [
+        "POST /api/auth/login/username: 401 BAD_CREDENTIALS: the 401 response names "
+        "ACTION_RESET_PASSWORD, not BAD_CREDENTIALS"
+    ]
+
+
+def test_a_status_or_member_the_schema_does_not_declare_fails_the_check():
+    schema = generated_schema()
+    login = "/api/auth/login/username"
+
+    assert undeclared(
+        [
+            Observed("POST", login, 401, "TOKEN_MISSING", frozenset()),
+            Observed("POST", login, 404, "NOT_FOUND", frozenset()),
+            Observed("POST", login, 423, "ACCOUNT_LOCKED", frozenset({"lockedUntil", "x"})),
+            Observed("PUT", login, 405, "METHOD_NOT_ALLOWED", frozenset()),  # no operation
+        ],
+        schema,
+    ) == [
+        "POST /api/auth/login/username: 401 TOKEN_MISSING: the 401 response names "
+        "BAD_CREDENTIALS, ACTION_RESET_PASSWORD, not TOKEN_MISSING",
+        "POST /api/auth/login/username: 404 NOT_FOUND: status 404 is not among the operation's "
+        "responses",
+        "POST /api/auth/login/username: 423 ACCOUNT_LOCKED with lockedUntil, x: the 423 response "
+        "names no member x for ACCOUNT_LOCKED",
+    ]

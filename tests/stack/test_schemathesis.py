@@ -6,9 +6,10 @@ The server is real gunicorn with two workers over a private PostgreSQL, and the 
 it serves. Each operation gets the coverage phase's boundary cases and FUZZ_EXAMPLES generated
 requests, derandomized (the same cases on every run; SEED for whatever still draws), and every
 answer passes the six checks of CHECKS: no server error, a documented status, a documented content
-type, a body matching its schema, invalid data rejected, valid data accepted. pytest reports one
-subtest per operation; a failure names the check and shows the answer and a curl command that
-repeats the request. Under a minute on two cores.
+type, a body matching its schema, invalid data rejected, valid data accepted; and a seventh,
+problem_code_conformance: a problem's code (and its members) is one that the operation's response
+for its status names. pytest reports one subtest per operation; a failure names the check and
+shows the answer and a curl command that repeats the request. Under a minute on two cores.
 
 Each operation runs as the principal docs/sessions.md gives it: /api/exchange/* as a signed-in adapter
 whose queue is stocked (a long poll answers at once), /api/users/* as a cabinet user with a
@@ -46,6 +47,8 @@ from schemathesis.core.result import Ok
 from schemathesis.openapi.checks import RejectedPositiveData
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
+from platform_site.errors import PROBLEM_CONTENT_TYPE
+from tests.problem_answers import PROBLEM_MEMBERS, undeclared_answer
 from tests.stack.conftest import Gunicorn, StackDatabase
 from tests.stack.processes import running_gunicorn
 
@@ -343,6 +346,26 @@ def repeat_the_new_password(case: schemathesis.Case[Any]) -> None:
             body["confirmPassword"] = new_password
 
 
+def problem_code_conformance(
+    ctx: schemathesis.CheckContext, response: schemathesis.Response, case: schemathesis.Case[Any]
+) -> None:
+    """A problem+json answer's code, and its members, are declared for its status: the
+    operation's response names them (tests/problem_answers.py). An undeclared status is
+    status_code_conformance's to report."""
+    operation = case.operation.definition.raw
+    content_type = response.headers.get("content-type", [""])[0]
+    if not content_type.startswith(PROBLEM_CONTENT_TYPE):
+        return
+    if str(response.status_code) not in operation.get("responses", {}):
+        return
+    problem = json.loads(response.content)
+    reason = undeclared_answer(
+        operation, response.status_code, str(problem.get("code")), set(problem) - PROBLEM_MEMBERS
+    )
+    if reason is not None:
+        raise AssertionError(f"Undeclared problem: {reason}")
+
+
 schema = schemathesis.pytest.from_fixture("live_schema")
 
 
@@ -356,7 +379,7 @@ def test_every_operation_answers_as_its_schema_and_the_contract_say(
 ) -> None:
     repeat_the_new_password(case)
     SENT[f"{case.operation.method.upper()} {case.operation.path}"] += 1
-    case.call_and_validate()
+    case.call_and_validate(additional_checks=[problem_code_conformance])
 
 
 def test_every_operation_of_the_schema_was_fuzzed(live_schema: OpenApiSchema) -> None:
