@@ -55,6 +55,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 
 from accounts.models import Session
+from platform_site.cache import RedisUnavailable
+from platform_site.cache import availability as redis_availability
 from platform_site.errors import CacheUnavailable
 from platform_site.ratelimits import Limit, Usage, counter_key, usage_counted
 
@@ -129,6 +131,8 @@ def checked(*, user_id: int, limits: Sequence[Limit]) -> tuple[bytes | None, lis
             [_revision_key(user_id), *(key for key, _, _ in counters)],
             [REVISION_SECONDS, *(seconds for _, seconds, _ in counters)],
         )
+    except RedisUnavailable:
+        return None, None  # left aside for a while: said once by platform_site.cache
     except RedisError as error:
         logger.warning("Redis unavailable, session read from PostgreSQL: %s", error)
         return None, None
@@ -143,7 +147,9 @@ def checked(*, user_id: int, limits: Sequence[Limit]) -> tuple[bytes | None, lis
 
 
 def _evaluate(keys: list[str], args: list[Any]) -> Any:
-    """The check script, on a line to Redis that this thread keeps to itself."""
+    """The check script, on a line to Redis that this thread keeps to itself. Like every call to
+    Redis, it is left aside (RedisUnavailable) while Redis is marked down (platform_site.cache)."""
+    redis_availability.admit()
     line: _Line | None = getattr(_held, "line", None)
     if line is None or line.caches is not settings.CACHES:
         line = _Line(settings.CACHES, _redis().connection_pool)
@@ -157,7 +163,9 @@ def _evaluate(keys: list[str], args: list[Any]) -> Any:
         # The line's state is unknown (a timeout, a reset): the next call starts on a new one.
         _held.line = None
         line.close()
+        redis_availability.failed(error)
         raise RedisConnectionError(f"Redis did not answer the session check: {error}") from error
+    redis_availability.answered()
     if isinstance(reply, hiredis.ReplyError):
         raise ResponseError(str(reply))
     return reply

@@ -94,7 +94,7 @@ def index(request: HttpRequest, *, prefix: str, internal: bool) -> HttpResponse:
 
 @exposed("health")
 def health(request: HttpRequest) -> HttpResponse:
-    components = {name: indicator() for name, indicator in sorted(indicators.INDICATORS.items())}
+    components = {name: indicator() for name, indicator in sorted(indicators.indicators().items())}
     status = indicators.aggregate([component.status for component in components.values()])
     body = {
         "status": status,
@@ -110,8 +110,8 @@ def health_path(request: HttpRequest, path: str) -> HttpResponse:
         result = indicators.Health(indicators.UP)
     elif path == "readiness":
         result = indicators.readiness()
-    elif path in indicators.INDICATORS:
-        result = indicators.INDICATORS[path]()
+    elif path in (found := indicators.indicators()):
+        result = found[path]()
     else:
         raise Http404(path)
     return actuator_response(request, result.as_json(), result.http_status)

@@ -101,6 +101,19 @@ def env_int(
     return number
 
 
+def env_float(name: str, default: float, *, minimum: float, maximum: float) -> float:
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise _fail(name, value, "a number") from None
+    if not minimum <= number <= maximum:  # also refuses nan
+        raise _fail(name, value, f"a number from {minimum} to {maximum}")
+    return number
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     """A comma-separated list; blanks around items are dropped."""
     value = _raw(name)

@@ -17,10 +17,12 @@ import dj_database_url
 import django_stubs_ext
 
 from platform_site import embedded
+from platform_site.cache import guarded_connection_class
 from platform_site.env import (
     email_config,
     env_bool,
     env_choice,
+    env_float,
     env_int,
     env_list,
     env_networks,
@@ -171,6 +173,15 @@ DATABASES: dict[str, dict[str, Any]] = {"default": _database}
 # --- Cache (and rate-limit counters) -------------------------------------------------------------
 
 
+# How long one call to Redis may take before it counts as failed, and how long a process then
+# leaves Redis aside before it tries again (platform_site/cache.py, docs/operations.md "When Redis
+# is slow or gone").
+REDIS_SOCKET_TIMEOUT_SECONDS = env_float(
+    "REDIS_SOCKET_TIMEOUT_SECONDS", 1.0, minimum=0.01, maximum=60
+)
+REDIS_UNAVAILABLE_SECONDS = env_float("REDIS_UNAVAILABLE_SECONDS", 5.0, minimum=0, maximum=3600)
+
+
 def redis_caches(url: str) -> dict[str, Any]:
     """CACHES for the Redis at ``url`` (the tests build them the same way for their own)."""
     return {
@@ -178,11 +189,13 @@ def redis_caches(url: str) -> dict[str, Any]:
             # django-redis (the client django-ratelimit supports), counted by django-prometheus.
             "BACKEND": "django_prometheus.cache.backends.redis.RedisCache",
             "LOCATION": url,
-            # A Redis outage must not take the API down: cache calls then return nothing.
+            # A Redis outage must not take the API down: cache calls then return nothing, and
+            # once one has failed the others fail at once for a while (platform_site/cache.py).
             "OPTIONS": {
-                "SOCKET_CONNECT_TIMEOUT": 2,
-                "SOCKET_TIMEOUT": 2,
+                "SOCKET_CONNECT_TIMEOUT": REDIS_SOCKET_TIMEOUT_SECONDS,
+                "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT_SECONDS,
                 "IGNORE_EXCEPTIONS": True,
+                "CONNECTION_POOL_KWARGS": {"connection_class": guarded_connection_class(url)},
             },
         }
     }
@@ -191,7 +204,9 @@ def redis_caches(url: str) -> dict[str, Any]:
 REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
     CACHES = redis_caches(REDIS_URL)
-    DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+    # Each call that finds Redis gone would log an ERROR with a traceback; the change of
+    # availability is logged once instead (platform_site/cache.py).
+    DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = False
     # django-ratelimit knows backends by class path. django-prometheus's class is django-redis's
     # with get() counted; the add() and incr() that rate limits use are django-redis's own.
     SILENCED_SYSTEM_CHECKS = ["django_ratelimit.W001"]
@@ -452,6 +467,8 @@ MANAGEMENT_HEALTH_DISKSPACE_THRESHOLD_BYTES = env_int(
 )
 GIT_COMMIT = env_str("GIT_COMMIT", "")  # shown by /actuator/info when the build sets it
 MANAGEMENT_HEALTH_DB_TIMEOUT_SECONDS = env_int("MANAGEMENT_HEALTH_DB_TIMEOUT_SECONDS", 3, minimum=1)
+# A redis component in /actuator/health (off by default: the components stay db, diskSpace, ping).
+MANAGEMENT_HEALTH_REDIS_ENABLED = env_bool("MANAGEMENT_HEALTH_REDIS_ENABLED", False)
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"})
 LOGGING = {

@@ -118,6 +118,15 @@ LIVENESS_REDIS_URL = "redis://127.0.0.1:6379/13"
 
 
 @pytest.fixture(autouse=True)
+def _redis_taken_to_answer() -> None:
+    # A test whose Redis failed leaves the process leaving Redis aside (platform_site.cache):
+    # each test starts as a process does, trusting it.
+    from platform_site.cache import availability
+
+    availability.answered()
+
+
+@pytest.fixture(autouse=True)
 def _forget_remembered_sessions() -> Iterator[None]:
     from accounts import liveness
 

@@ -253,3 +253,61 @@ def test_endpoint_left_out_of_the_exposure_is_a_404(client, settings):
 
 def test_health_json_never_mentions_a_broker(client):
     assert "broker" not in json.dumps(client.get("/api/actuator/health").json())
+
+
+def test_redis_is_no_component_unless_enabled(client, settings, sessions_remembered):
+    assert settings.MANAGEMENT_HEALTH_REDIS_ENABLED is False
+
+    assert list(client.get("/api/actuator/health").json()["components"]) == [
+        "db",
+        "diskSpace",
+        "ping",
+    ]
+    assert client.get("/api/actuator/health/redis").status_code == 404
+
+
+def test_an_enabled_redis_component_shows_the_servers_version(
+    client, settings, sessions_remembered
+):
+    settings.MANAGEMENT_HEALTH_REDIS_ENABLED = True
+    version = sessions_remembered.info("server")["redis_version"]
+
+    response = client.get("/api/actuator/health")
+
+    assert response.status_code == 200
+    assert list(response.json()["components"]) == ["db", "diskSpace", "ping", "redis"]
+    assert response.json()["components"]["redis"] == {
+        "status": "UP",
+        "details": {"version": version},
+    }
+    assert client.get("/api/actuator/health/redis").json()["status"] == "UP"
+
+
+def test_an_enabled_redis_that_does_not_answer_takes_health_down_and_is_left_aside(
+    client, settings, closed_port, caplog
+):
+    from platform_site.cache import availability
+
+    settings.MANAGEMENT_HEALTH_REDIS_ENABLED = True
+    settings.REDIS_URL = f"redis://127.0.0.1:{closed_port}/0"
+
+    response = client.get("/api/actuator/health")
+
+    assert response.status_code == 503
+    assert response.json()["status"] == "DOWN"
+    assert response.json()["components"]["redis"] == {
+        "status": "DOWN",
+        "details": {"error": "ConnectionError"},
+    }
+    assert response.json()["components"]["db"]["status"] == "UP"
+    assert str(closed_port) not in response.content.decode()  # the reason is the log's
+    assert availability.down  # what the probe saw counts for the process's requests
+
+
+def test_an_enabled_redis_component_without_redis_configured_is_down(client, settings):
+    settings.MANAGEMENT_HEALTH_REDIS_ENABLED = True
+    settings.REDIS_URL = ""
+
+    body = client.get("/api/actuator/health/redis").json()
+
+    assert body == {"status": "DOWN", "details": {"error": "REDIS_URL is not set"}}

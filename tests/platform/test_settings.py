@@ -17,6 +17,7 @@ from platform_site.env import (
     email_config,
     env_bool,
     env_choice,
+    env_float,
     env_int,
     env_list,
     env_networks,
@@ -63,6 +64,16 @@ def test_unset_or_empty_variables_give_the_default(monkeypatch):
             lambda: env_int("VALUE", 1, minimum=1),
             "0",
             "VALUE='0' is not valid: expected an integer of at least 1.",
+        ),
+        (
+            lambda: env_float("VALUE", 1.0, minimum=0.01, maximum=60),
+            "nan",
+            "VALUE='nan' is not valid: expected a number from 0.01 to 60.",
+        ),
+        (
+            lambda: env_float("VALUE", 1.0, minimum=0.01, maximum=60),
+            "1s",
+            "VALUE='1s' is not valid: expected a number.",
         ),
         (
             lambda: env_choice("VALUE", "INFO", {"INFO", "DEBUG"}),
@@ -243,6 +254,7 @@ def run_settings(code: str, **variables: str) -> subprocess.CompletedProcess[str
             "DATABASE_URL must be a postgresql:// URL",
         ),
         ("EMAIL_URL", "gmail", "EMAIL_URL='gmail' is not valid"),
+        ("REDIS_SOCKET_TIMEOUT_SECONDS", "0", "REDIS_SOCKET_TIMEOUT_SECONDS='0' is not valid"),
         (
             "JWT_PREVIOUS_SIGNING_KEYS",
             "an-old-key",

@@ -1,5 +1,6 @@
 """Loopback stand-ins for the stack's outside services: an SMTP server that keeps what it is sent,
-an SMS gateway that keeps what is POSTed to it, and a TCP forwarder to RabbitMQ that can be cut."""
+an SMS gateway that keeps what is POSTed to it, and a TCP forwarder (to RabbitMQ, to Redis) that can
+be cut, or stalled: a server that accepts and never answers."""
 
 from __future__ import annotations
 
@@ -88,12 +89,15 @@ class SmsGateway:
 
 
 class Forwarder:
-    """A TCP forwarder to RabbitMQ: stopping it closes the port and every forwarded connection,
-    as a broker outage does; starting it again listens on the same port."""
+    """A TCP forwarder to a server: stopping it closes the port and every forwarded connection,
+    as a broker outage does; starting it again listens on the same port. Stalling it keeps every
+    connection open and accepts new ones, but nothing passes either way until ``resume()``: a
+    server that hangs."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
         self.port = free_port()
+        self.stalled = threading.Event()
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
         self._listener: socket.socket | None = None
@@ -126,6 +130,12 @@ class Forwarder:
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
 
+    def stall(self) -> None:
+        self.stalled.set()
+
+    def resume(self) -> None:
+        self.stalled.clear()
+
     def _accept(self, listener: socket.socket, stopping: threading.Event) -> None:
         while not stopping.is_set():
             try:
@@ -142,13 +152,16 @@ class Forwarder:
             with self._lock:
                 self._sockets.update((client, upstream))
             for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+                threading.Thread(
+                    target=self._pump, args=(source, sink, self.stalled), daemon=True
+                ).start()
 
     @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
+    def _pump(source: socket.socket, sink: socket.socket, stalled: threading.Event) -> None:
         try:
             while data := source.recv(65536):
-                sink.sendall(data)
+                if not stalled.is_set():  # stalled: what is sent is swallowed, never answered
+                    sink.sendall(data)
         except OSError:
             pass
         finally:
