@@ -8,8 +8,8 @@ its views answer. Where an error means something narrower on one view than its c
 (``TokenMalformed(UNREADABLE_REFRESH)``): its detail is then the sentence the schema shows.
 
 accounts.schema.PlatformAutoSchema adds what the machinery around a view answers (its
-authentication and permissions, X-Device-ID, a JSON body, an unreachable database) and writes one
-response per status with ``problem_responses``.
+authentication and permissions, X-Device-ID, a JSON body, a path parameter, content negotiation,
+an unreachable database) and writes one response per status with ``problem_responses``.
 """
 
 from __future__ import annotations
