@@ -360,12 +360,8 @@ def test_absurd_time_claims_in_a_correctly_signed_token_are_401_never_500(
 ):
     claims = claims_of(consumer.tokens[f"{kind}Token"])
     claims[claim] = value
-    token = signed(claims)
 
-    if kind == "access":
-        response = with_token(consumer, token)
-    else:
-        response = consumer.call("post", "/api/auth/refresh", {"refreshToken": token})
+    response = presented(consumer, kind, signed(claims))
 
     assert response.status_code == 401, response.content
     assert response["Content-Type"] == "application/problem+json"
@@ -412,12 +408,8 @@ def test_identity_claims_of_a_shape_that_is_not_ours_are_401_token_malformed_nev
         del claims[claim]
     else:
         claims[claim] = value
-    token = signed(claims)
 
-    if kind == "access":
-        response = with_token(consumer, token)
-    else:
-        response = consumer.call("post", "/api/auth/refresh", {"refreshToken": token})
+    response = presented(consumer, kind, signed(claims))
 
     assert (response.status_code, response.json()["code"]) == (401, "TOKEN_MALFORMED"), (
         response.content
