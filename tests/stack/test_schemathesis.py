@@ -8,14 +8,18 @@ requests, derandomized (the same cases on every run; SEED for whatever still dra
 answer passes the six checks of CHECKS: no server error, a documented status, a documented content
 type, a body matching its schema, invalid data rejected, valid data accepted; and a seventh,
 problem_code_conformance: a problem's code (and its members) is one that the operation's response
-for its status names. pytest reports one subtest per operation; a failure names the check and
-shows the answer and a curl command that repeats the request. Under a minute on two cores.
+for its status names. The batch send answers 200 with a result per message and fails a message
+that breaks the schema alone, so batch_messages_rejected_alone takes negative_data_rejection's
+place there: every message that breaks the schema is failed with a 4xx. pytest reports one subtest
+per operation; a failure names the check and shows the answer and a curl command that repeats the
+request. Under a minute on two cores.
 
 Each operation runs as the principal docs/sessions.md gives it: /api/exchange/* as a signed-in adapter
 whose queue is stocked (a long poll answers at once), /api/users/* as a cabinet user with a
 confirmed e-mail, a complete profile and adapters to manage, /api/auth/* without a token. Half of
 the generated ids are real ones (fuzzer_config), so the operations on one adapter or message reach
-it instead of answering 404.
+it instead of answering 404. Sessions are bound to DEVICE, which a valid X-Device-ID the fuzzer
+makes up is replaced by (bearer_auth): otherwise nearly every exchange case is 401 DEVICE_MISMATCH.
 
 Nothing is excluded, and the fuzzer never ends a session it runs on: its adapter belongs to another
 owner, so the cabinet user's rotations, disablings and deletions of adapters cannot reach it; logout
@@ -34,17 +38,20 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx
+import jsonschema
 import psycopg
 import pytest
 import schemathesis
 from schemathesis.core.result import Ok
 from schemathesis.openapi.checks import RejectedPositiveData
+from schemathesis.specs.openapi.checks import negative_data_rejection
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from platform_site.errors import PROBLEM_CONTENT_TYPE
@@ -260,9 +267,14 @@ def fuzzer_config(world: World) -> schemathesis.Config:
     )
 
 
+# X-Device-ID as the schema states it: any other value is the fuzzer's negative case.
+VALID_DEVICE_ID = re.compile(r"[\x20-\x7e]{1,128}")
+
+
 def bearer_auth(principal: Principal, base_url: str) -> type:
     """An auth provider signing ``principal`` in. Its session is bound to DEVICE, so a request
-    without an X-Device-ID of its own carries that one."""
+    carries that one in place of a valid X-Device-ID the fuzzer made up (which would only be 401
+    DEVICE_MISMATCH, for every case); an invalid one stays, to be refused with 400."""
 
     class BearerAuth:
         def get(self, case: schemathesis.Case[Any], context: schemathesis.AuthContext) -> str:
@@ -272,7 +284,9 @@ def bearer_auth(principal: Principal, base_url: str) -> type:
             self, case: schemathesis.Case[Any], data: str, context: schemathesis.AuthContext
         ) -> None:
             case.headers["Authorization"] = f"Bearer {data}"
-            case.headers.setdefault("X-Device-ID", DEVICE)
+            device = case.headers.get("X-Device-ID")
+            if device is None or VALID_DEVICE_ID.fullmatch(str(device)):
+                case.headers["X-Device-ID"] = DEVICE
 
     BearerAuth.__name__ = f"BearerAuth({principal.identifier})"
     return BearerAuth
@@ -366,6 +380,50 @@ def problem_code_conformance(
         raise AssertionError(f"Undeclared problem: {reason}")
 
 
+BATCH = "/api/exchange/messages/batch"
+
+
+def _component(raw_schema: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
+    component: dict[str, Any] = raw_schema["components"]["schemas"][
+        reference["$ref"].split("/")[-1]
+    ]
+    return component
+
+
+def batch_messages_rejected_alone(
+    ctx: schemathesis.CheckContext, response: schemathesis.Response, case: schemathesis.Case[Any]
+) -> None:
+    """negative_data_rejection for the batch send, which answers 200 with a result per message
+    and fails a message that breaks the schema alone (docs/adapters.md, "Send in batches"): a
+    case whose body breaks the schema and is answered 200 must break it only in messages, each of
+    them failed with a 4xx (a batch that breaks the schema elsewhere is one 400)."""
+    meta, body = case.meta, cast(Any, case.body)
+    if meta is None or not meta.generation.mode.is_negative or response.status_code != 200:
+        return
+    raw_schema = case.operation.schema.raw_schema
+    content = case.operation.definition.raw["requestBody"]["content"]["application/json"]
+    batch = _component(raw_schema, content["schema"])
+    messages = batch["properties"]["messages"]
+    item = _component(raw_schema, messages["items"])
+    whole = {
+        **batch,
+        "properties": {**batch["properties"], "messages": {**messages, "items": item}},
+    }
+    if jsonschema.Draft4Validator(whole).is_valid(body):
+        return  # the case broke something else (a header): negative_data_rejection's exemption
+    validator = jsonschema.Draft4Validator(item)
+    results = json.loads(response.content)["results"]
+    broken = [
+        (message, result)
+        for message, result in zip(body["messages"], results, strict=True)
+        if not validator.is_valid(message)
+    ]
+    assert broken, "a batch that breaks the schema, but in none of its messages, was accepted"
+    for message, result in broken:
+        assert result["status"] == "failed", (message, result)
+        assert 400 <= result["error"]["status"] < 500, (message, result)
+
+
 schema = schemathesis.pytest.from_fixture("live_schema")
 
 
@@ -379,7 +437,13 @@ def test_every_operation_answers_as_its_schema_and_the_contract_say(
 ) -> None:
     repeat_the_new_password(case)
     SENT[f"{case.operation.method.upper()} {case.operation.path}"] += 1
-    case.call_and_validate(additional_checks=[problem_code_conformance])
+    if case.operation.path == BATCH:
+        case.call_and_validate(
+            additional_checks=[problem_code_conformance, batch_messages_rejected_alone],
+            excluded_checks=[negative_data_rejection],
+        )
+    else:
+        case.call_and_validate(additional_checks=[problem_code_conformance])
 
 
 def test_every_operation_of_the_schema_was_fuzzed(live_schema: OpenApiSchema) -> None:
