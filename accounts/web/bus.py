@@ -22,6 +22,7 @@ from accounts.services.accounts import account_sessions_revoke, account_set_acti
 from accounts.services.adapters import adapter_create, adapter_for_owner, adapter_password_rotate
 from accounts.web.flows import field_errors
 from accounts.web.forms import AdapterCreateForm
+from accounts.web.sentences import ROUTE_GRANT, ROUTE_WITHDRAW, error_sentence
 from exchange.selectors import dead_letters_recent, messages_recent, queue_stats
 from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.messages import message_send
@@ -87,13 +88,21 @@ def adapter_create_page(request: HttpRequest) -> HttpResponse:
     return _bus(request, form)
 
 
+def _sender(request: HttpRequest) -> int | None:
+    """The adapter number a route form sent, or None when it is no number."""
+    try:
+        return int(request.POST.get("sender", ""))
+    except ValueError:
+        return None
+
+
 def _adapter_action(request: HttpRequest, adapter_id: int, act: Any) -> HttpResponse:
     owner = _owner(request)
     try:
         adapter = adapter_for_owner(owner=owner, adapter_id=adapter_id)
         act(owner, adapter)
     except ApplicationError as error:
-        messages.error(request, error.detail)
+        messages.error(request, error_sentence(error))
     return redirect("/bus")
 
 
@@ -148,12 +157,15 @@ def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> H
         )
 
     def grant(owner: User, adapter: User) -> None:
-        try:
-            sender_id = int(request.POST.get("sender", ""))
-        except ValueError:
+        sender_id = _sender(request)
+        if sender_id is None:
             messages.error(request, _("Enter the number of the adapter that may send."))
             return
-        route_grant(recipient=adapter, sender_id=sender_id, granted_by=owner)
+        try:
+            route_grant(recipient=adapter, sender_id=sender_id, granted_by=owner)
+        except ApplicationError as error:
+            messages.error(request, error_sentence(error, ROUTE_GRANT))
+            return
         messages.success(
             request,
             _("Adapter %(id)s may now send to %(login)s.")
@@ -161,7 +173,15 @@ def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> H
         )
 
     def withdraw(owner: User, adapter: User) -> None:
-        route_withdraw(recipient=adapter, sender_id=int(request.POST.get("sender", "0")))
+        sender_id = _sender(request)
+        if sender_id is None:  # a value that is no number names no route either
+            messages.error(request, str(ROUTE_WITHDRAW["NOT_FOUND"]))
+            return
+        try:
+            route_withdraw(recipient=adapter, sender_id=sender_id)
+        except ApplicationError as error:
+            messages.error(request, error_sentence(error, ROUTE_WITHDRAW))
+            return
         messages.success(request, _("The route is withdrawn."))
 
     actions = {
@@ -185,7 +205,7 @@ def _adapter_action_confirm(request: HttpRequest, adapter_id: int, action: str) 
     try:
         adapter = adapter_for_owner(owner=_owner(request), adapter_id=adapter_id)
     except ApplicationError as error:
-        messages.error(request, error.detail)
+        messages.error(request, error_sentence(error))
         return redirect("/bus")
     return render(request, "cabinet/adapter_confirm.html", {"adapter": adapter, "action": action})
 
@@ -197,7 +217,7 @@ def adapter_purge_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
     try:
         adapter = adapter_for_owner(owner=owner, adapter_id=adapter_id)
     except ApplicationError as error:
-        messages.error(request, error.detail)
+        messages.error(request, error_sentence(error))
         return redirect("/bus")
     if request.method == "POST":
         purged = queue_purge(adapter=adapter, actor=owner)
