@@ -205,10 +205,6 @@ class Session(models.Model):
     def __str__(self) -> str:
         return f"{self.user} @ {self.device_id or self.device_key[:12]}"
 
-    @property
-    def is_alive(self) -> bool:
-        return self.revoked_at is None and self.expires_at > timezone.now()
-
 
 class SignInGate(models.Model):
     """Consecutive wrong passwords per account (or per unknown identifier) and the lock they set.

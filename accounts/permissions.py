@@ -11,6 +11,8 @@ from rest_framework.request import Request
 
 from accounts.errors import PasswordChangeRequired
 from accounts.services.tokens import ROLE_ADAPTER, ROLE_PASSWORD_RESET_REQUIRED, ROLE_USER
+from accounts.session_rules import Action, password_change_allows
+from platform_site.errors import ApplicationError, PermissionDeniedError
 
 
 def _role(request: Request) -> str | None:
@@ -49,11 +51,23 @@ class IsCabinetUser(BasePermission):
         return _role(request) == ROLE_USER
 
 
-class IsCabinetUserAnyState(BasePermission):
-    """The allow-list of a user who must change the password: reading the profile and changing
-    the password (refresh and logout need no access token)."""
+class IsCabinetUserDoing(BasePermission):
+    """A cabinet user doing ``action``: one who must change the password only an action of the
+    allow-list (accounts.session_rules.WHILE_PASSWORD_CHANGE_REQUIRED, the cabinet's too)."""
 
     message = "Only cabinet users may use this API."
 
+    def __init__(self, action: Action) -> None:
+        self.action = action
+
+    @property
+    def refusals(self) -> tuple[type[ApplicationError], ...]:
+        """What it answers, for the schema (accounts.schema)."""
+        if password_change_allows(self.action):
+            return (PermissionDeniedError,)
+        return (PermissionDeniedError, PasswordChangeRequired)
+
     def has_permission(self, request: Request, view: Any) -> bool:
+        if _password_change_required(request) and not password_change_allows(self.action):
+            raise PasswordChangeRequired()
         return _role(request) in (ROLE_USER, ROLE_PASSWORD_RESET_REQUIRED)

@@ -28,7 +28,7 @@ from accounts.errors import (
     TokenRevoked,
     TwoFactorRequired,
 )
-from accounts.permissions import IsAdapter, IsCabinetUser, IsCabinetUserAnyState
+from accounts.permissions import IsAdapter, IsCabinetUser
 from exchange.errors import RouteNotAllowed
 from platform_site.errors import (
     ApplicationError,
@@ -82,7 +82,6 @@ GUARDS: dict[type, tuple[ErrorClass, ...]] = {
     ),
     IsAdapter: (PermissionDeniedError, PasswordChangeRequired),
     IsCabinetUser: (PermissionDeniedError, PasswordChangeRequired),
-    IsCabinetUserAnyState: (PermissionDeniedError,),
 }
 
 _EXAMPLE_TIME = datetime(2026, 11, 21, 9, 45, tzinfo=UTC)
@@ -187,7 +186,8 @@ class PlatformAutoSchema(AutoSchema):
         if getattr(self.view, "device_bound", False):
             errors.append(InvalidDeviceId)
         for guard in [*self.view.get_authenticators(), *self.view.get_permissions()]:
-            errors += GUARDS.get(type(guard), ())
+            # A guard that knows what it answers says so (accounts.permissions.IsCabinetUserDoing).
+            errors += getattr(guard, "refusals", GUARDS.get(type(guard), ()))
         handler = getattr(self.view, self.method.lower(), None)
         errors += answered(type(self.view), handler)
         if in_path:

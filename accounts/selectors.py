@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from accounts import liveness
 from accounts.devices import Device
-from accounts.errors import DeviceMismatch, TokenExpired, TokenRevoked
+from accounts.errors import TokenRevoked
 from accounts.models import Session, User
 from accounts.services.tokens import Claims
+from accounts.session_rules import live_sessions, session_refusal
 from exchange.models import Route
 from exchange.selectors import QueueStats, queue_stats
 from platform_site.database import prepared_cursor
@@ -63,14 +64,11 @@ def session_authenticate(
         session = Session.from_db(connection.alias, session_names, row[: len(session_names)])
         session.user = User.from_db(connection.alias, user_names, row[len(session_names) :])
         liveness.remember(claims.session_id, revision, session)
-    if session.user_id != claims.user_id:
-        raise TokenRevoked()
-    if session.revoked_at is not None or not session.user.is_active:
-        raise TokenRevoked()
-    if session.expires_at <= timezone.now():
-        raise TokenExpired()
-    if session.device_key != device.key:
-        raise DeviceMismatch()
+    refusal = session_refusal(
+        session, user_id=claims.user_id, device_key=device.key, now=timezone.now()
+    )
+    if refusal is not None:
+        raise refusal
     return session, usages
 
 
@@ -89,8 +87,7 @@ def adapters_for_owner(*, owner: User) -> list[AdapterSummary]:
         User.objects.filter(owner=owner, kind=User.Kind.ADAPTER)
         .annotate(
             active_sessions=Count(
-                "sessions",
-                filter=Q(sessions__revoked_at__isnull=True, sessions__expires_at__gt=now),
+                "sessions", filter=Q(sessions__in=Session.objects.filter(live_sessions(now)))
             )
         )
         .order_by("username")

@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.dev import dev_outbox
+from accounts.session_rules import Action, performs
 from accounts.web.profile import language_switch_page
 
 urlpatterns = [
@@ -14,9 +15,9 @@ urlpatterns = [
     # Browsers ask for /favicon.ico on pages that name no icon (the admin, the API docs).
     path("favicon.ico", RedirectView.as_view(url=static("favicon.ico"), permanent=True)),
     path("admin/", admin.site.urls),
-    path("dev/outbox", dev_outbox, name="dev-outbox"),
+    path("dev/outbox", performs(Action.PAGE_SUPPORT)(dev_outbox), name="dev-outbox"),
     # Django's set_language, which also keeps a signed-in person's choice on the account.
-    path("i18n/setlang/", language_switch_page, name="set_language"),
+    path("i18n/setlang/", performs(Action.PAGE_SUPPORT)(language_switch_page), name="set_language"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include("accounts.api.urls")),

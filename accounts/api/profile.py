@@ -39,7 +39,7 @@ from accounts.errors import (
     TwoFactorNotEnabled,
 )
 from accounts.models import Challenge, Session
-from accounts.permissions import IsCabinetUser, IsCabinetUserAnyState
+from accounts.permissions import IsCabinetUser, IsCabinetUserDoing
 from accounts.services.challenges import challenge_resend
 from accounts.services.passwords import password_change
 from accounts.services.profile import profile_update, session_revoke_own, sessions_live
@@ -51,15 +51,15 @@ from accounts.services.two_factor import (
     two_factor_enable_confirm,
     two_factor_enable_start,
 )
+from accounts.session_rules import Action
 from platform_site.openapi import answers
 from platform_site.timestamps import rfc3339
 
 
 class MeApi(CabinetApi):
     def get_permissions(self) -> list[Any]:
-        # Reading the profile is on the allow-list of a user who must change the password.
         if self.request.method == "GET":
-            return [IsCabinetUserAnyState()]
+            return [IsCabinetUserDoing(Action.READ_PROFILE)]
         return [IsCabinetUser()]
 
     @extend_schema(
@@ -97,7 +97,8 @@ class MeApi(CabinetApi):
 # The current password is checked like a sign-in's, under the account's lock.
 @answers(AccountLocked, SignInBusy)
 class ChangePasswordApi(CabinetApi):
-    permission_classes = [IsCabinetUserAnyState]
+    def get_permissions(self) -> list[Any]:
+        return [IsCabinetUserDoing(Action.CHANGE_PASSWORD)]
 
     @extend_schema(
         operation_id="users_change_password",

@@ -16,6 +16,7 @@ from accounts.models import Session, User
 from accounts.services.audit import Kind, audit
 from accounts.services.outbox import outbox_email
 from accounts.services.sessions import session_revoke
+from accounts.session_rules import live_sessions
 from platform_site.errors import ValidationFailed
 
 PHONE_ERROR = "Enter a phone number in international format, such as +4915112345678."
@@ -84,9 +85,9 @@ def profile_language_set(*, user: User, language: str) -> User:
 
 
 def sessions_live(*, user: User) -> QuerySet[Session]:
-    return Session.objects.filter(
-        user=user, revoked_at__isnull=True, expires_at__gt=timezone.now()
-    ).order_by("-last_used_at", "-created_at")
+    return Session.objects.filter(live_sessions(timezone.now()), user=user).order_by(
+        "-last_used_at", "-created_at"
+    )
 
 
 def session_revoke_own(*, user: User, session_id: uuid.UUID, request: HttpRequest | None) -> None:

@@ -8,15 +8,15 @@ from typing import NoReturn
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from accounts import liveness
 from accounts.devices import Device
-from accounts.errors import DeviceMismatch, RefreshTokenReused, TokenExpired, TokenRevoked
+from accounts.errors import RefreshTokenReused, TokenRevoked
 from accounts.models import Session, User
 from accounts.services.audit import Kind, audit
 from accounts.services.tokens import Claims, TokenPair, refresh_token_decode, token_pair_issue
+from accounts.session_rules import live_sessions, session_refusal
 from platform_site.errors import TokenMalformed
 
 # Two refreshes of one token in flight together (two threads of one client): the loser finds its
@@ -64,16 +64,13 @@ def session_refresh(*, refresh_token: str, device: Device) -> TokenPair:
         raise TokenMalformed() from None
     now = timezone.now()
     new_jti = uuid.uuid4()
-    # No join in this filter: Django turns a joined filter into "pk IN (SELECT ... FROM session)",
-    # and PostgreSQL's recheck after the row lock does not re-run that subquery, so every waiting
-    # refresh would win. EXISTS on the user alone keeps the recheck on this row's new version.
+    # A live session (live_sessions: no join, so PostgreSQL's recheck after the row lock sees this
+    # row's new version, and a parallel refresh that lost finds its jti gone) of this device.
     rotated = Session.objects.filter(
-        Exists(User.objects.filter(pk=OuterRef("user_id"), is_active=True)),
+        live_sessions(now),
         pk=claims.session_id,
         user_id=claims.user_id,
         refresh_jti=presented,
-        revoked_at__isnull=True,
-        expires_at__gt=now,
         device_key=device.key,
     ).update(
         refresh_jti=new_jti, previous_refresh_jti=presented, refreshed_at=now, last_used_at=now
@@ -97,13 +94,12 @@ def _refuse(*, claims: Claims, presented: uuid.UUID, device: Device) -> NoReturn
         .filter(pk=claims.session_id, user_id=claims.user_id)
         .first()
     )
-    now = timezone.now()
-    if session is None or session.revoked_at is not None or not session.user.is_active:
+    if session is None:
         raise TokenRevoked()
-    if session.expires_at <= now:
-        raise TokenExpired("The session has reached its maximum age: sign in again.")
-    if session.device_key != device.key:
-        raise DeviceMismatch()
+    now = timezone.now()
+    refusal = session_refusal(session, user_id=claims.user_id, device_key=device.key, now=now)
+    if refusal is not None:
+        raise refusal
     if (
         session.previous_refresh_jti == presented
         and session.refreshed_at is not None

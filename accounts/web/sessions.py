@@ -9,6 +9,7 @@ on its next request.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.contrib.auth import login, logout
 from django.http import HttpRequest, HttpResponse
@@ -18,12 +19,11 @@ from django.utils import timezone
 from accounts.models import Session, User
 from accounts.services.sessions import session_revoke
 from accounts.services.sign_in import SignIn
+from accounts.session_rules import action_of, password_change_allows, session_refusal
 
 SESSION_KEY = "platform_session"
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
-# Paths a user whose administrator required a new password may still open.
-PASSWORD_CHANGE_ALLOWED = ("/settings/password", "/logout", "/static/", "/dev/outbox", "/i18n/")
 # Paths with their own authentication, untouched here. The administration is not among them:
 # staff sign in through the cabinet's gate (accounts.admin_site), so a revoked session or a
 # required password change reaches them there too.
@@ -64,7 +64,8 @@ def after_sign_in_path(user: User, target: str | None = None) -> str:
 
 class CabinetSessionMiddleware:
     """Signs out a browser whose platform session ended, and keeps a user whose administrator
-    required a new password on the change-password page (the same allow-list as the API)."""
+    required a new password on the change-password page: the rules of accounts.session_rules,
+    which the API applies too."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -74,21 +75,22 @@ class CabinetSessionMiddleware:
             return self.get_response(request)
         session_id = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
         if session_id and request.user.is_authenticated:
-            alive = Session.objects.filter(
-                pk=session_id,
-                user=request.user,
-                revoked_at__isnull=True,
-                expires_at__gt=timezone.now(),
-                user__is_active=True,
-            ).exists()
-            if not alive:
+            session = Session.objects.select_related("user").filter(pk=session_id).first()
+            # The cookie, not a device key, binds a browser to its session.
+            refusal = session_refusal(
+                session, user_id=request.user.pk, device_key=None, now=timezone.now()
+            )
+            if refusal is not None:
                 logout(request)
                 return redirect(f"/login?next={request.path}")
-            user = request.user
-            if (
-                isinstance(user, User)
-                and user.reset_password_required
-                and not request.path.startswith(PASSWORD_CHANGE_ALLOWED)
-            ):
-                return redirect("/settings/password")
         return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
+    ) -> HttpResponse | None:
+        if request.path.startswith(NOT_CABINET) or password_change_allows(action_of(view)):
+            return None
+        user = getattr(request, "user", None)  # lazy: read only for a cabinet page
+        if isinstance(user, User) and user.reset_password_required:
+            return redirect("/settings/password")
+        return None
