@@ -145,9 +145,40 @@ def rate_limit_enforce(usages: Iterable[Usage]) -> Usage | None:
     return tightest
 
 
-def rate_limit_hit(request: HttpRequest, limits: Iterable[Limit]) -> Usage | None:
-    """Count this request against every limit; RateLimited (429) if one is exceeded."""
-    return rate_limit_enforce(rate_limit_count(request, limits))
+def auth_limits_consume(
+    request: HttpRequest | None, *, kind: str | None, identifier: str | None
+) -> None:
+    """Count an auth action (sign-in, registration, a code confirmed or resent, a password
+    reset) against its limits (:func:`auth_limits`): called by the action's flow itself, which
+    the API and the cabinet both call, so that no door can skip it. RateLimited (429, with the
+    usage's headers) if a limit is exceeded. The usage stays on the request for the response's
+    X-Rate-Limit-* headers (:func:`rate_limit_usage_of`).
+
+    A request counts once, whichever flow counts it first. Without a request (a management
+    command, a service test) there is no client to count.
+    """
+    if request is None or hasattr(request, _USAGES):
+        return
+    usages = rate_limit_count(request, auth_limits(request, kind=kind, identifier=identifier))
+    setattr(request, _USAGES, usages)
+    rate_limit_enforce(usages)
+
+
+def auth_limits_consume_refused(request: HttpRequest) -> None:
+    """For a door that refused the request before any flow counted it (a body that cannot be
+    read, or fails validation): it still counts against the client's IP, RateLimited if past."""
+    auth_limits_consume(request, kind=None, identifier=None)
+
+
+# Where auth_limits_consume keeps a request's usages.
+_USAGES = "auth_rate_limit_usages"
+
+
+def rate_limit_usage_of(request: HttpRequest) -> Usage | None:
+    """The tightest usage a flow counted this request with (None if none counted, or no
+    counter answered)."""
+    usages: list[Usage] = getattr(request, _USAGES, [])
+    return _tightest(usages)
 
 
 def rate_limit_count_more(request: Request, limits: Sequence[Limit], amount: int) -> int:

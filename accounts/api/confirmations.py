@@ -1,7 +1,8 @@
 """Registration, e-mail confirmation, two-factor sign-in and password reset (docs/sessions.md,
 "Confirmation codes").
 
-Every endpoint here is unauthenticated and limited per client IP and per account or challenge.
+Every endpoint here is unauthenticated; its flow counts it against the rate limits of the
+client's IP and of the account or challenge it names.
 """
 
 from __future__ import annotations
@@ -72,8 +73,6 @@ def signed_in_by_code(request: Request, confirm: Callable[..., SignIn]) -> Respo
 
 @answers(EmailTaken)
 class RegisterApi(AuthApi):
-    identifier_field = "email"
-
     @extend_schema(
         operation_id="register",
         summary="Register a cabinet user; a code is e-mailed to confirm the address",
@@ -95,12 +94,8 @@ class RegisterApi(AuthApi):
         return Response(started.as_json())
 
 
-class ConfirmApi(AuthApi):
-    identifier_field = "requestId"
-
-
 @answers(*CODE_ERRORS, *(step for step in SIGN_IN_STEPS if step is not EmailNotConfirmed))
-class VerifyEmailConfirmApi(ConfirmApi):
+class VerifyEmailConfirmApi(AuthApi):
     device_bound = True  # signs in: the session starts bound to the request's device
 
     @extend_schema(
@@ -117,14 +112,16 @@ class VerifyEmailConfirmApi(ConfirmApi):
 
 
 @answers(*RESEND_ERRORS)
-class ResendApi(ConfirmApi):
+class ResendApi(AuthApi):
     purpose: Challenge.Purpose
 
     def post(self, request: Request) -> Response:
         data = ResendInput(data=request.data)
         data.is_valid(raise_exception=True)
         started = challenge_resend(
-            request_id=data.validated_data["requestId"], purpose=self.purpose
+            request_id=data.validated_data["requestId"],
+            purpose=self.purpose,
+            request=request._request,
         )
         return Response(resend_json(started))
 
@@ -147,7 +144,7 @@ class VerifyEmailResendApi(ResendApi):
 @answers(
     *CODE_ERRORS, SignInBusy, *(step for step in SIGN_IN_STEPS if step is not TwoFactorRequired)
 )
-class TwoFactorConfirmApi(ConfirmApi):
+class TwoFactorConfirmApi(AuthApi):
     device_bound = True  # signs in: the session starts bound to the request's device
 
     @extend_schema(
@@ -183,8 +180,6 @@ class TwoFactorResendApi(ResendApi):
 
 
 class ResetPasswordApi(AuthApi):
-    identifier_field = "email"
-
     @extend_schema(
         operation_id="reset_password",
         summary="E-mail a password reset code; the same answer whether or not the account exists",
@@ -216,7 +211,7 @@ class ResetPasswordResendApi(ResendApi):
 
 
 @answers(*CODE_ERRORS)
-class ResetPasswordConfirmApi(ConfirmApi):
+class ResetPasswordConfirmApi(AuthApi):
     @extend_schema(
         operation_id="reset_password_confirm",
         summary="Set a new password with the e-mailed code; every session ends",

@@ -184,6 +184,7 @@ class TwoFactorResendApi(CabinetApi):
         started = challenge_resend(
             request_id=data.validated_data["requestId"],
             purpose=Challenge.Purpose.ENABLE_TWO_FACTOR,
+            request=request._request,
             user=request.user,
         )
         return Response(resend_json(started))

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, cast
 
 from drf_spectacular.utils import extend_schema
-from rest_framework.exceptions import APIException
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -62,46 +60,46 @@ from accounts.services.tokens import UNREADABLE_REFRESH
 from exchange.errors import RouteNotAllowed, RouteSenderNotFound
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
-from platform_site.errors import ApplicationError, NotFound, RateLimited, TokenMalformed
+from platform_site.errors import NotFound, RateLimited, TokenMalformed
 from platform_site.openapi import answers
 from platform_site.ratelimits import (
     Limit,
     RateLimitedApiMixin,
-    auth_limits,
-    rate_limit_count,
-    rate_limit_enforce,
+    auth_limits_consume,
+    auth_limits_consume_refused,
+    rate_limit_usage_of,
     user_limits,
 )
 from platform_site.timestamps import rfc3339
 
 
 @answers(RateLimited)
-class AuthApi(RateLimitedApiMixin, APIView):
-    """Unauthenticated endpoints, limited per client IP and per account named in the body."""
+class AuthApi(APIView):
+    """Unauthenticated endpoints, limited per client IP and per account named. Each flow
+    counts its action's limits itself (platform_site.ratelimits.auth_limits_consume), as the
+    cabinet's pages calling the same flow do; the view answers the usage in the headers."""
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
-    identifier_field: str | None = None
 
-    def rate_limits(self, request: Request) -> list[Limit]:
-        if self.identifier_field is None:
-            return auth_limits(request._request, kind=None, identifier=None)
+    def handle_exception(self, exc: Exception) -> Response:
+        # A request refused before its flow counted it (a body that cannot be read, or fails
+        # validation) still counts against the client's IP; past the limit, 429 is the answer.
         try:
-            data = request.data
-        except (ApplicationError, APIException):
-            # A body that cannot be read still counts against the client's IP; the parser's
-            # error (MALFORMED_JSON, PAYLOAD_TOO_LARGE...) is the answer.
-            limits = auth_limits(request._request, kind=None, identifier=None)
-            rate_limit_enforce(rate_limit_count(request._request, limits))
-            raise
-        # Any JSON value may arrive ([], "x", null): only an object can name an account. The
-        # view's serializer answers the rest with 400 VALIDATION_FAILED.
-        identifier = data.get(self.identifier_field) if isinstance(data, Mapping) else None
-        return auth_limits(
-            request._request,
-            kind=self.identifier_field,
-            identifier=identifier if isinstance(identifier, str) else None,
-        )
+            auth_limits_consume_refused(self.request._request)
+        except RateLimited as limited:
+            exc = limited
+        return super().handle_exception(exc)
+
+    def finalize_response(
+        self, request: Request, response: Response, *args: Any, **kwargs: Any
+    ) -> Response:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        usage = rate_limit_usage_of(request._request)
+        if usage is not None:
+            for name, value in usage.headers().items():
+                response.setdefault(name, value)  # a 429's own headers name its exceeded limit
+        return response
 
 
 # The checks after the password (sign_in_continue), which every way of signing in ends with.
@@ -132,7 +130,6 @@ class LoginApi(AuthApi):
 
 class LoginEmailApi(LoginApi):
     kind = "email"
-    identifier_field = "email"
 
     @extend_schema(
         operation_id="login_email",
@@ -152,7 +149,6 @@ class LoginEmailApi(LoginApi):
 
 class LoginUsernameApi(LoginApi):
     kind = "username"
-    identifier_field = "username"
 
     @extend_schema(
         operation_id="login_username",
@@ -186,6 +182,8 @@ class RefreshApi(AuthApi):
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
+        # The API's alone: no flow of the cabinet's to count it in.
+        auth_limits_consume(request._request, kind=None, identifier=None)
         data = RefreshTokenInput(data=request.data)
         data.is_valid(raise_exception=True)
         pair = session_refresh(
@@ -208,6 +206,8 @@ class LogoutApi(AuthApi):
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
+        # The API's alone: no flow of the cabinet's to count it in.
+        auth_limits_consume(request._request, kind=None, identifier=None)
         data = RefreshTokenInput(data=request.data)
         data.is_valid(raise_exception=True)
         device_of(request._request)  # a malformed X-Device-ID is 400 VALIDATION_FAILED

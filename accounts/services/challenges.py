@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
@@ -34,6 +35,7 @@ from accounts.models import Authenticator, Challenge, User
 from accounts.services.authenticators import authenticator_code_accept
 from accounts.services.outbox import outbox_email, outbox_sms
 from accounts.services.recovery_codes import recovery_code_normalize, recovery_code_spend
+from platform_site.ratelimits import auth_limits_consume
 
 Purpose = Challenge.Purpose
 
@@ -195,13 +197,21 @@ def challenge_resend_wait(challenge: Challenge) -> int:
 
 
 def challenge_resend(
-    *, request_id: uuid.UUID, purpose: Challenge.Purpose, user: User | None = None
+    *,
+    request_id: uuid.UUID,
+    purpose: Challenge.Purpose,
+    request: HttpRequest | None,
+    user: User | None = None,
 ) -> Started:
     """A new code for the challenge, replacing the old one, once its cooldown has passed.
 
     The attempt budget is kept: resending is not a way to more guesses. ``user`` (for flows of a
-    signed-in user) must own the challenge.
+    signed-in user) must own the challenge; without one, the resend counts against the auth
+    rate limits of the client's IP and of the challenge (a signed-in user's requests count
+    against the user's).
     """
+    if user is None:
+        auth_limits_consume(request, kind="requestId", identifier=str(request_id))
     with transaction.atomic():
         challenge = (
             # Only the challenge's row: the user is a nullable join, which FOR UPDATE refuses.

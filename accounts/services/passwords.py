@@ -27,6 +27,7 @@ from accounts.services.notices import Notice, notice_send
 from accounts.services.sessions import session_start, sessions_revoke_for_user
 from accounts.services.sign_in import SignIn, credentials_check, user_for_identifier
 from platform_site.errors import ValidationFailed
+from platform_site.ratelimits import auth_limits_consume
 
 # 24 random bytes: 192 bits, above the 128 the platform promises, URL-safe to paste anywhere.
 GENERATED_PASSWORD_BYTES = 24
@@ -100,6 +101,7 @@ def password_reset_request(*, email: str, request: HttpRequest | None) -> Starte
     """A reset code for the account of ``email``, if there is one. Unknown addresses get the same
     work and the same answer, with a challenge that no code confirms (docs/sessions.md,
     "Confirmation codes")."""
+    auth_limits_consume(request, kind="email", identifier=email)
     user = user_for_identifier(kind="email", identifier=email)
     # Codes go only to the stored address, however the typed one is written (look-alikes).
     address = user.email if user is not None else email
@@ -124,6 +126,7 @@ def password_reset_confirm(
 ) -> User:
     """The e-mailed code sets a new password; the lock is cleared, every session ends, and the
     address counts as confirmed (the code proved it)."""
+    auth_limits_consume(request, kind="requestId", identifier=str(request_id))
     password_validate(
         new_password, user=User(email=password_reset_address(request_id)), field="newPassword"
     )

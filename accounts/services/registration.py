@@ -22,6 +22,7 @@ from accounts.services.outbox import outbox_email
 from accounts.services.passwords import password_validate
 from accounts.services.sign_in import SignIn, sign_in_continue, user_for_identifier
 from platform_site.errors import ValidationFailed
+from platform_site.ratelimits import auth_limits_consume
 
 USERNAME_MAX_LENGTH = 150
 EMAIL_TAKEN = "email_taken"  # the e-mail's template, and its outbox rows' label
@@ -53,6 +54,7 @@ def register(*, email: str, password: str, request: HttpRequest | None) -> Start
     no code can confirm) and an e-mail to the owner. An address that is not plain is a 400
     whether or not it is taken.
     """
+    auth_limits_consume(request, kind="email", identifier=email)
     if not identifiers.email_is_plain(email):
         raise ValidationFailed({"email": [str(identifiers.LOOKALIKE_EMAIL)]})
     existing = user_for_identifier(kind="email", identifier=email)
@@ -116,6 +118,7 @@ def email_confirm(
     *, request_id: uuid.UUID, code: str, device: Device, request: HttpRequest | None
 ) -> SignIn:
     """The e-mailed code confirms the address; the sign-in then goes on where it stopped."""
+    auth_limits_consume(request, kind="requestId", identifier=str(request_id))
     user = challenge_confirm(
         request_id=request_id, purpose=Challenge.Purpose.REGISTRATION, code=code
     ).user

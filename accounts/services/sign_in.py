@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
+from axes.handlers.proxy import AxesProxyHandler
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
-from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -45,6 +45,7 @@ from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.sessions import session_start
 from accounts.services.tokens import TokenPair
 from platform_site.errors import ApplicationError
+from platform_site.ratelimits import auth_limits_consume
 
 IdentifierKind = Literal["email", "username"]
 
@@ -110,9 +111,9 @@ def credentials_check(
     if user is None or gate.failures:
         metrics.sign_ins.labels("bad_credentials").inc()
         audit(Kind.SIGN_IN_FAILED, user=user, request=request, identifier=identifier)
-        if request is not None:  # django-axes keeps the record (AccessAttempt, admin)
+        if request is not None:  # django-axes' record of attempts, for the admin
             username = user.username if user is not None else identifier
-            user_login_failed.send(
+            AxesProxyHandler.user_login_failed(
                 sender=__name__, credentials={"username": username}, request=request
             )
         raise BadCredentials(
@@ -145,7 +146,9 @@ def sign_in(
 ) -> SignIn:
     """Check, in the documented order: lock, password, then the account's state
     (:func:`sign_in_continue`). ``staff_only`` is the administration's door: the same gate,
-    and StaffOnly (403) right after the password for an account that is not staff."""
+    and StaffOnly (403) right after the password for an account that is not staff. Counts
+    against the rate limits of the client's IP and of the account named first."""
+    auth_limits_consume(request, kind=kind, identifier=identifier)
     user = credentials_check(kind=kind, identifier=identifier, password=password, request=request)
     if staff_only and not user.is_staff:
         metrics.sign_ins.labels("staff_only").inc()
@@ -213,12 +216,15 @@ def sign_in_continue(
         )
     new_device = user.kind == User.Kind.USER and device_is_new(user=user, device=device, now=now)
     session, tokens = session_start(user=user, device=device)
+    # Written here, once: Django's own writer (on user_logged_in) is disconnected (accounts.apps).
+    User.objects.filter(pk=user.pk).update(last_login=now)
+    user.last_login = now
     if new_device:
         notice_send(Notice.NEW_DEVICE_SIGN_IN, user=user, request=request, device=device, at=now)
     metrics.sign_ins.labels("success").inc()
     audit(Kind.SIGN_IN, user=user, request=request, session=str(session.pk))
-    if request is not None:  # last_login, and django-axes' AccessLog
-        user_logged_in.send(sender=User, request=request, user=user)
+    if request is not None:  # django-axes' record of attempts, for the admin
+        AxesProxyHandler.user_logged_in(sender=__name__, request=request, user=user)
     return SignIn(user=user, session=session, tokens=tokens)
 
 
@@ -231,6 +237,7 @@ def sign_in_two_factor_confirm(
     Every kind of code counts toward one run of wrong codes per account, across sign-ins; that
     many in a row lock the account like wrong passwords (:func:`_second_factor_check`).
     """
+    auth_limits_consume(request, kind="requestId", identifier=str(request_id))
     confirmed = _second_factor_check(
         request_id=request_id, code=code, device=device, request=request
     )

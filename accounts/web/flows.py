@@ -1,6 +1,6 @@
 """What the cabinet's pages share: turning the services' errors into what a person reads, the
-rate limits of the forms, the code pages and the redirect after signing in. No rule lives here:
-the pages call the same services as the JSON API."""
+code pages and the redirect after signing in. No rule lives here: the pages call the same
+services as the JSON API, which count the rate limits too."""
 
 from __future__ import annotations
 
@@ -49,7 +49,6 @@ from accounts.web.sessions import (
     web_sign_in,
 )
 from platform_site.errors import ApplicationError, RateLimited, ValidationFailed
-from platform_site.ratelimits import auth_limits, rate_limit_hit
 from platform_site.timestamps import utc_display
 
 # The API's field names, as the cabinet's forms call them.
@@ -71,11 +70,6 @@ def field_errors(form: forms.Form, error: ValidationFailed) -> None:
         field = FORM_FIELDS.get(name)
         for problem in problems:
             form.add_error(field if field in form.fields else None, problem)
-
-
-def limited(request: HttpRequest, kind: str, identifier: str | None) -> None:
-    """The API's per-IP and per-account counters, shared with the cabinet's forms."""
-    rate_limit_hit(request, auth_limits(request, kind=kind, identifier=identifier or None))
 
 
 def too_many(error: RateLimited) -> str:
@@ -165,7 +159,10 @@ def resend_asked(
 def resend(request: HttpRequest, challenge: Challenge, user: User | None = None) -> None:
     try:
         challenge_resend(
-            request_id=challenge.pk, purpose=Challenge.Purpose(challenge.purpose), user=user
+            request_id=challenge.pk,
+            purpose=Challenge.Purpose(challenge.purpose),
+            request=request,
+            user=user,
         )
     except ResendTooEarly as error:
         messages.warning(
@@ -173,6 +170,8 @@ def resend(request: HttpRequest, challenge: Challenge, user: User | None = None)
             _("A code was sent moments ago. You can ask again in %(seconds)s seconds.")
             % {"seconds": error.extra["retryAfterSeconds"]},
         )
+    except RateLimited as error:
+        messages.warning(request, too_many(error))
     except (AttemptsExceeded, ChallengeNotFound):
         messages.error(request, _("This code can no longer be sent. Start again."))
     else:

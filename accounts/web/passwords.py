@@ -26,7 +26,6 @@ from accounts.web.flows import (
     code_error,
     code_page,
     field_errors,
-    limited,
     resend_asked,
     too_many,
 )
@@ -47,7 +46,6 @@ def reset_request_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         email = form.cleaned_data["email"]
         try:
-            limited(request, "email", email)
             started = password_reset_request(email=email, request=request)
         except RateLimited as error:
             form.add_error(None, too_many(error))
@@ -76,6 +74,8 @@ def reset_confirm_page(request: HttpRequest) -> HttpResponse:
         except (CodeInvalid, AttemptsExceeded) as error:
             code_error(form, error)
             challenge.refresh_from_db()
+        except RateLimited as error:
+            form.add_error(None, too_many(error))
         else:
             messages.success(request, _("Your password is set. Sign in with it."))
             return redirect("/login")

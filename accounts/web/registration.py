@@ -11,7 +11,7 @@ from accounts.errors import (
 )
 from accounts.models import Challenge
 from accounts.services.registration import email_confirm, register
-from accounts.web.flows import field_errors, limited, sign_in_by_code, too_many
+from accounts.web.flows import field_errors, sign_in_by_code, too_many
 from accounts.web.forms import (
     RegisterForm,
 )
@@ -23,7 +23,6 @@ def register_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         email = form.cleaned_data["email"]
         try:
-            limited(request, "email", email)
             started = register(
                 email=email, password=form.cleaned_data["new_password"], request=request
             )

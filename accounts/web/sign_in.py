@@ -20,7 +20,7 @@ from accounts.services.sign_in import (
     sign_in,
     sign_in_two_factor_confirm,
 )
-from accounts.web.flows import limited, sign_in_by_code, sign_in_outcome
+from accounts.web.flows import sign_in_by_code, sign_in_outcome
 from accounts.web.forms import (
     AdminLoginForm,
     LoginForm,
@@ -36,12 +36,11 @@ def _password_sign_in(
     request: HttpRequest, form: forms.Form, *, identifier: str, staff_only: bool = False
 ) -> HttpResponse | None:
     """The gate behind both sign-in forms, the cabinet's and the administration's: the API's
-    rate limits, the lock, the audit and the second factor. A redirect, or None with the form's
-    error set."""
+    sign-in, with its rate limits, the lock, the audit and the second factor. A redirect, or None
+    with the form's error set."""
     kind: IdentifierKind = "email" if "@" in identifier else "username"
 
     def attempt() -> SignIn:
-        limited(request, kind, identifier)
         return sign_in(
             kind=kind,
             identifier=identifier,

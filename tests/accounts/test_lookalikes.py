@@ -85,7 +85,9 @@ def test_look_alikes_of_one_unknown_address_share_its_rate_limit(settings):
         ApiClient(REMOTE_ADDR=f"10.0.0.{n}").call(
             "post", "/api/auth/reset-password", {"email": typed}
         )
-        for n, typed in enumerate(["kev1@example.org", KELVIN, FULL_WIDTH])
+        # A full-width address never reaches the reset: validation refuses it, and a refused
+        # request counts against the client's IP alone.
+        for n, typed in enumerate(["kev1@example.org", KELVIN, "KEV1@EXAMPLE.ORG"])
     ]
 
     assert [a.status_code for a in answers] == [200, 200, 429]
