@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from accounts import liveness
 from accounts.devices import Device
@@ -31,6 +32,8 @@ from platform_site.ratelimits import auth_limits_consume
 
 # 24 random bytes: 192 bits, above the 128 the platform promises, URL-safe to paste anywhere.
 GENERATED_PASSWORD_BYTES = 24
+
+CURRENT_PASSWORD_WRONG = _("The current password is wrong.")
 
 
 def password_generate() -> str:
@@ -76,7 +79,7 @@ def password_change(
             kind="username", identifier=user.username, password=current_password, request=request
         )
     except BadCredentials:
-        raise ValidationFailed({"currentPassword": ["The current password is wrong."]}) from None
+        raise ValidationFailed({"currentPassword": [CURRENT_PASSWORD_WRONG]}) from None
     password_validate(new_password, user=user, field="newPassword")
     with transaction.atomic():
         _password_set(user, new_password)

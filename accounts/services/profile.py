@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from accounts import liveness
 from accounts.errors import SessionNotFound
@@ -19,7 +20,7 @@ from accounts.services.sessions import session_revoke
 from accounts.session_rules import live_sessions
 from platform_site.errors import ValidationFailed
 
-PHONE_ERROR = "Enter a phone number in international format, such as +4915112345678."
+PHONE_ERROR = _("Enter a phone number in international format, such as +4915112345678.")
 
 
 def phone_normalize(raw: str) -> str:
@@ -56,7 +57,7 @@ def profile_update(
         phone = phone_normalize(phone)
         if not phone and user.two_factor_enabled:
             raise ValidationFailed(
-                {"phone": ["Two-factor sign-in sends its codes here: turn it off first."]}
+                {"phone": [_("Two-factor sign-in sends its codes here: turn it off first.")]}
             )
         phone_changed = phone != user.phone
         user.phone, fields = phone, [*fields, "phone"]

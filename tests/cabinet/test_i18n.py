@@ -15,9 +15,9 @@ from django.template.loader import render_to_string
 from django.test import Client
 from django.utils import translation
 
-from accounts.models import AuditEvent, OutboxMessage
+from accounts.models import AuditEvent, OutboxMessage, User
 from accounts.services.notices import HEADLINES, Notice
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, last_code
 from tests.factories import DEFAULT_PASSWORD
 
 PO = Path(settings.BASE_DIR) / "locale" / "ru" / "LC_MESSAGES" / "django.po"
@@ -251,3 +251,45 @@ def test_a_security_notice_renders_in_russian():
     assert "Когда: 2026-11-21 09:30 UTC" in body
     assert "Устройство: Firefox 133" in body
     assert "IP-адрес: 127.0.0.1" in body
+
+
+@pytest.fixture
+def russian_browser(person: Any) -> Client:
+    browser = Client(HTTP_ACCEPT_LANGUAGE="ru")
+    signed_in = browser.post("/login", {"login": person.email, "password": DEFAULT_PASSWORD})
+    assert signed_in.status_code == 302
+    return browser
+
+
+def test_a_service_refusing_a_field_is_told_in_russian(russian_browser, person):
+    """The services' own field messages (a phone they cannot read, a wrong current password, a
+    phone that two-factor sign-in still needs) reach a Russian page, or a Russian client of the
+    API, in Russian."""
+    unreadable = russian_browser.post(
+        "/welcome", {"first_name": "Ada", "last_name": "Lovelace", "phone": "12"}
+    )
+    wrong = russian_browser.post(
+        "/settings/password",
+        {
+            "current_password": "not-" + DEFAULT_PASSWORD,
+            "new_password": PASSWORD,
+            "confirm_password": PASSWORD,
+        },
+    )
+    User.objects.filter(pk=person.pk).update(two_factor_enabled=True)
+    api = ApiClient(device_id="ru-1")
+    api.tokens = api.call(
+        "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}
+    ).json()
+    api.tokens = api.call(
+        "post",
+        "/api/auth/login/two-factor/confirm",
+        {"requestId": api.tokens["requestId"], "token": last_code(person.phone)},
+    ).json()
+    needed = api.call("patch", "/api/users/me", {"phone": ""}, HTTP_ACCEPT_LANGUAGE="ru")
+
+    assert "Введите номер телефона в международном формате" in text(unreadable)
+    assert "Текущий пароль неверен." in text(wrong)
+    assert needed.json()["errors"]["phone"] == [
+        "На этот номер приходят коды двухфакторного входа: сначала отключите его."  # noqa: RUF001
+    ]
