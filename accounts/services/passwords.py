@@ -79,7 +79,7 @@ def password_change(
             kind="username", identifier=user.username, password=current_password, request=request
         )
     except BadCredentials:
-        raise ValidationFailed({"currentPassword": [CURRENT_PASSWORD_WRONG]}) from None
+        raise ValidationFailed({"currentPassword": [str(CURRENT_PASSWORD_WRONG)]}) from None
     password_validate(new_password, user=user, field="newPassword")
     with transaction.atomic():
         _password_set(user, new_password)

@@ -31,9 +31,9 @@ def phone_normalize(raw: str) -> str:
     try:
         number = phonenumbers.parse(raw, None)
     except phonenumbers.NumberParseException:
-        raise ValidationFailed({"phone": [PHONE_ERROR]}) from None
+        raise ValidationFailed({"phone": [str(PHONE_ERROR)]}) from None
     if not phonenumbers.is_valid_number(number):
-        raise ValidationFailed({"phone": [PHONE_ERROR]})
+        raise ValidationFailed({"phone": [str(PHONE_ERROR)]})
     return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
 
 
@@ -57,7 +57,7 @@ def profile_update(
         phone = phone_normalize(phone)
         if not phone and user.two_factor_enabled:
             raise ValidationFailed(
-                {"phone": [_("Two-factor sign-in sends its codes here: turn it off first.")]}
+                {"phone": [str(_("Two-factor sign-in sends its codes here: turn it off first."))]}
             )
         phone_changed = phone != user.phone
         user.phone, fields = phone, [*fields, "phone"]
