@@ -14,6 +14,7 @@ from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import OpenApiParameter
 
 from accounts.authentication import AccessTokenAuthentication
+from accounts.device_tokens import DEVICE_TOKEN_HEADER
 from accounts.devices import DEVICE_ID_HEADER, DEVICE_ID_SCHEMA
 from accounts.errors import (
     AccountLocked,
@@ -57,6 +58,18 @@ DEVICE_HEADER = OpenApiParameter(
     "session to it, and the session's later requests (each call with its access token, refresh) "
     "must send the same one, or are 401 DEVICE_MISMATCH. Without it the session is bound to a "
     "fingerprint of User-Agent and client IP.",
+)
+
+# On the operations that check a password or a second-factor code (docs/sessions.md).
+DEVICE_TOKEN_PARAMETER = OpenApiParameter(
+    DEVICE_TOKEN_HEADER,
+    str,
+    OpenApiParameter.HEADER,
+    description="The deviceToken of an earlier sign-in to the same account. With a valid one, "
+    "wrong passwords and wrong second-factor codes count against this token alone: 5 wrong "
+    "passwords lock the token (423 ACCOUNT_LOCKED with its lockedUntil), not the account, and a "
+    "lock of the account does not refuse it. A forged, expired or other account's token counts "
+    "as none.",
 )
 
 

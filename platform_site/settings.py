@@ -349,6 +349,8 @@ SIMPLE_JWT = {
 
 ACCOUNTS_LOCKOUT_THRESHOLD = 5
 ACCOUNTS_LOCKOUT_SECONDS = env_int("ACCOUNTS_LOCKOUT_SECONDS", 900, minimum=1)
+# A device token (accounts.device_tokens) gives the client that holds it a lock of its own.
+ACCOUNTS_DEVICE_TOKEN_DAYS = env_int("ACCOUNTS_DEVICE_TOKEN_DAYS", 90, minimum=1)
 ACCOUNTS_CODE_TTL_SECONDS = env_int("ACCOUNTS_CODE_TTL_SECONDS", 600, minimum=30)
 ACCOUNTS_CODE_ATTEMPTS = env_int("ACCOUNTS_CODE_ATTEMPTS", 5, minimum=1)
 ACCOUNTS_CODE_RESEND_SECONDS = env_int("ACCOUNTS_CODE_RESEND_SECONDS", 60, minimum=0)

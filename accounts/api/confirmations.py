@@ -40,6 +40,7 @@ from accounts.errors import (
     TwoFactorRequired,
 )
 from accounts.models import Challenge
+from accounts.schema import DEVICE_TOKEN_PARAMETER
 from accounts.services.challenges import Started, challenge_resend
 from accounts.services.passwords import password_reset_confirm, password_reset_request
 from accounts.services.registration import email_confirm, register
@@ -68,7 +69,7 @@ def signed_in_by_code(request: Request, confirm: Callable[..., SignIn]) -> Respo
         device=device_of(request._request),
         request=request._request,
     )
-    return Response(login_success(result.user, result.tokens))
+    return Response(login_success(result))
 
 
 @answers(EmailTaken)
@@ -154,8 +155,10 @@ class TwoFactorConfirmApi(AuthApi):
         description="The 428's confirmMethod says which code the sign-in takes (SMS or TOTP); "
         "a recovery code (xxxxx-xxxxx) works for either, once. A TOTP sign-in is confirmed from "
         "the device that typed the password. Wrong codes for an authenticator app count across "
-        "sign-ins: 10 in a row lock the account (423 on the next sign-in).",
+        "sign-ins: 10 in a row lock the account (423 on the next sign-in); with X-Device-Token, "
+        "the token instead.",
         request=ConfirmInput,
+        parameters=[DEVICE_TOKEN_PARAMETER],
         responses={200: LoginSuccessOutput},
         tags=["auth"],
     )

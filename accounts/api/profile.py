@@ -119,7 +119,7 @@ class ChangePasswordApi(CabinetApi):
             device=request.auth.device,
             request=request._request,
         )
-        return Response(login_success(result.user, result.tokens))
+        return Response(login_success(result))
 
 
 class TwoFactorApi(CabinetApi):

@@ -13,7 +13,8 @@ from rest_framework import serializers
 
 from accounts.models import User
 from accounts.services.recovery_codes import recovery_codes_remaining
-from accounts.services.tokens import TokenPair, role_of
+from accounts.services.sign_in import SignIn
+from accounts.services.tokens import role_of
 from platform_site.serializers import Input
 
 PASSWORD_MAX_LENGTH = 4096  # hashing an unbounded input is a way to burn the server's CPU
@@ -67,6 +68,11 @@ class UserDtoOutput(serializers.Serializer[Any]):
 
 
 class LoginSuccessOutput(TokenPairOutput):
+    deviceToken = serializers.CharField(
+        help_text="Proof of this sign-in, valid ACCOUNTS_DEVICE_TOKEN_DAYS (90 days). Send it "
+        "back in the X-Device-Token header of the next sign-in: wrong passwords then count "
+        "against this token alone, and a lock others caused does not keep you out."
+    )
     userDto = UserDtoOutput()
 
 
@@ -94,8 +100,12 @@ def user_dto(user: User) -> dict[str, Any]:
     }
 
 
-def login_success(user: User, tokens: TokenPair) -> dict[str, Any]:
-    return {**tokens.as_json(), "userDto": user_dto(user)}
+def login_success(result: SignIn) -> dict[str, Any]:
+    return {
+        **result.tokens.as_json(),
+        "deviceToken": result.device_token,
+        "userDto": user_dto(result.user),
+    }
 
 
 class AdapterLoginField(serializers.CharField):

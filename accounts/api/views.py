@@ -46,6 +46,7 @@ from accounts.errors import (
     TwoFactorRequired,
 )
 from accounts.permissions import IsCabinetUser
+from accounts.schema import DEVICE_TOKEN_PARAMETER
 from accounts.selectors import AdapterSummary, adapters_for_owner
 from accounts.services.accounts import account_set_active
 from accounts.services.adapters import (
@@ -125,7 +126,7 @@ class LoginApi(AuthApi):
             device=device_of(request._request),
             request=request._request,
         )
-        return Response(login_success(result.user, result.tokens))
+        return Response(login_success(result))
 
 
 class LoginEmailApi(LoginApi):
@@ -138,6 +139,7 @@ class LoginEmailApi(LoginApi):
         "expired, 409 EMAIL_NOT_CONFIRMED (a code is e-mailed), 401 ACTION_RESET_PASSWORD, "
         "428 TWO_FACTOR_REQUIRED (a code is sent by SMS), 200.",
         request=LoginEmailInput,
+        parameters=[DEVICE_TOKEN_PARAMETER],
         responses={200: LoginSuccessOutput},
         tags=["auth"],
     )
@@ -155,6 +157,7 @@ class LoginUsernameApi(LoginApi):
         summary="Sign in with login and password (adapters and cabinet users)",
         description="The outcomes of /api/auth/login/email, in the same order.",
         request=LoginUsernameInput,
+        parameters=[DEVICE_TOKEN_PARAMETER],
         responses={200: LoginSuccessOutput},
         tags=["auth"],
     )

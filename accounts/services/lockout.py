@@ -70,9 +70,11 @@ def gate_held(*, key: str) -> Iterator[Gate]:
         )
 
 
-def gate_of(*, user: User) -> SignInGate | None:
-    """The account's gate: its consecutive failures and lock (None before the first attempt)."""
-    return SignInGate.objects.filter(key=gate_key(user=user, kind="", identifier="")).first()
+def gate_of(*, user: User, key: str | None = None) -> SignInGate | None:
+    """The account's gate, or the gate ``key`` of one of its device tokens: its consecutive
+    failures and lock (None before the first attempt)."""
+    key = key or gate_key(user=user, kind="", identifier="")
+    return SignInGate.objects.filter(key=key).first()
 
 
 def gate_unlock(*, user: User) -> None:

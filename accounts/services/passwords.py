@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from accounts import liveness
+from accounts.device_tokens import device_token_issue
 from accounts.devices import Device
 from accounts.errors import BadCredentials
 from accounts.models import Challenge, User
@@ -26,7 +27,12 @@ from accounts.services.challenges import (
 from accounts.services.lockout import gate_unlock
 from accounts.services.notices import Notice, notice_send
 from accounts.services.sessions import session_start, sessions_revoke_for_user
-from accounts.services.sign_in import SignIn, credentials_check, user_for_identifier
+from accounts.services.sign_in import (
+    SignIn,
+    credentials_check,
+    presented_token_id,
+    user_for_identifier,
+)
 from platform_site.errors import ValidationFailed
 from platform_site.ratelimits import auth_limits_consume
 
@@ -87,7 +93,11 @@ def password_change(
         session, tokens = session_start(user=user, device=device)
         audit(Kind.PASSWORD_CHANGED, user=user, request=request)
         notice_send(Notice.PASSWORD_CHANGED, user=user, request=request, device=device)
-    return SignIn(user=user, session=session, tokens=tokens)
+    # The current password proves as much as a sign-in's: the device token is renewed, or new.
+    device_token = device_token_issue(
+        user=user, token_id=presented_token_id(user=user, request=request)
+    )
+    return SignIn(user=user, session=session, tokens=tokens, device_token=device_token)
 
 
 @transaction.atomic

@@ -15,6 +15,12 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from accounts import identifiers, metrics
+from accounts.device_tokens import (
+    device_token_gate_key,
+    device_token_id,
+    device_token_issue,
+    device_token_sent,
+)
 from accounts.devices import Device
 from accounts.errors import (
     AccountDisabled,
@@ -60,6 +66,14 @@ class SignIn:
     user: User
     session: Session
     tokens: TokenPair
+    device_token: str  # the client's proof of this sign-in (accounts.device_tokens)
+
+
+def presented_token_id(*, user: User | None, request: HttpRequest | None) -> str | None:
+    """The id of the valid device token of ``user`` that ``request`` sent back, if any."""
+    if request is None:
+        return None
+    return device_token_id(token=device_token_sent(request), user=user)
 
 
 def user_for_identifier(*, kind: IdentifierKind, identifier: str) -> User | None:
@@ -80,7 +94,15 @@ def credentials_check(
     neither the answer nor its timing tells whether an account exists.
     """
     user = user_for_identifier(kind=kind, identifier=identifier)
-    with gate_held(key=gate_key(user=user, kind=kind, identifier=identifier)) as gate:
+    # A client that proves an earlier sign-in to this account counts on its own gate: a stranger's
+    # wrong passwords, which lock the account's gate, do not lock it out (docs/sessions.md).
+    token_id = presented_token_id(user=user, request=request)
+    counter = (
+        device_token_gate_key(token_id)
+        if token_id is not None
+        else gate_key(user=user, kind=kind, identifier=identifier)
+    )
+    with gate_held(key=counter) as gate:
         now = timezone.now()
         locked_until = gate.locked_until if gate.locked_until and gate.locked_until > now else None
         if locked_until is None:
@@ -95,22 +117,36 @@ def credentials_check(
                 if gate.failures >= settings.ACCOUNTS_LOCKOUT_THRESHOLD:
                     gate.locked_until = now + timedelta(seconds=settings.ACCOUNTS_LOCKOUT_SECONDS)
                     metrics.lockouts.inc()
-                    audit(Kind.LOCKED, user=user, request=request, identifier=identifier)
-                    notice_send(
-                        Notice.ACCOUNT_LOCKED,
+                    audit(
+                        Kind.LOCKED,
                         user=user,
                         request=request,
-                        at=now,
-                        until=gate.locked_until,
-                        decoy_address=identifier if kind == "email" else "",
+                        identifier=identifier,
+                        counter=_counter_named(counter),
                     )
+                    # The e-mail says the account is locked; a token's lock leaves it open.
+                    if token_id is None:
+                        notice_send(
+                            Notice.ACCOUNT_LOCKED,
+                            user=user,
+                            request=request,
+                            at=now,
+                            until=gate.locked_until,
+                            decoy_address=identifier if kind == "email" else "",
+                        )
     # Decided under the gate, answered after its verdict is saved.
     if locked_until is not None:
         metrics.sign_ins.labels("locked").inc()
         raise AccountLocked(locked_until=locked_until)
     if user is None or gate.failures:
         metrics.sign_ins.labels("bad_credentials").inc()
-        audit(Kind.SIGN_IN_FAILED, user=user, request=request, identifier=identifier)
+        audit(
+            Kind.SIGN_IN_FAILED,
+            user=user,
+            request=request,
+            identifier=identifier,
+            counter=_counter_named(counter),
+        )
         if request is not None:  # django-axes' record of attempts, for the admin
             username = user.username if user is not None else identifier
             AxesProxyHandler.user_login_failed(
@@ -121,6 +157,14 @@ def credentials_check(
             locked_until=gate.locked_until,
         )
     return user
+
+
+def _counter_named(key: str) -> str:
+    """The gate a failure went to, as the audit log names it: ``account``, ``unknown`` or
+    ``device:<token id>`` (a token's id, never the token)."""
+    if key.startswith("device:"):
+        return key
+    return "unknown" if key.startswith("unknown:") else "account"
 
 
 def credentials_expired(*, user: User, now: datetime) -> bool:
@@ -164,7 +208,8 @@ def sign_in_continue(
     two-factor sign-in (428, a code sent by SMS); then a session bound to ``device``.
 
     Also the end of e-mail confirmation and of two-factor confirmation, which must not skip
-    what comes after them.
+    what comes after them. The sign-in answers a device token: the one the client sent back,
+    renewed, or a new one.
     """
     now = timezone.now()
     if not user.is_active:
@@ -225,7 +270,10 @@ def sign_in_continue(
     audit(Kind.SIGN_IN, user=user, request=request, session=str(session.pk))
     if request is not None:  # django-axes' record of attempts, for the admin
         AxesProxyHandler.user_logged_in(sender=__name__, request=request, user=user)
-    return SignIn(user=user, session=session, tokens=tokens)
+    device_token = device_token_issue(
+        user=user, token_id=presented_token_id(user=user, request=request)
+    )
+    return SignIn(user=user, session=session, tokens=tokens, device_token=device_token)
 
 
 def sign_in_two_factor_confirm(
@@ -235,7 +283,8 @@ def sign_in_two_factor_confirm(
     one of the user's recovery codes (used up, and the user told by e-mail); then a session.
 
     Every kind of code counts toward one run of wrong codes per account, across sign-ins; that
-    many in a row lock the account like wrong passwords (:func:`_second_factor_check`).
+    many in a row lock the account like wrong passwords (:func:`_second_factor_check`). With a
+    valid device token of the account, the run and the lock are the token's own.
     """
     auth_limits_consume(request, kind="requestId", identifier=str(request_id))
     confirmed = _second_factor_check(
@@ -255,7 +304,9 @@ def sign_in_two_factor_confirm(
     return sign_in_continue(user=user, device=device, request=request, two_factor_done=True)
 
 
-def second_factor_gate_key(user: User) -> str:
+def second_factor_gate_key(user: User, token_id: str | None = None) -> str:
+    if token_id is not None:
+        return f"second-factor:{device_token_gate_key(token_id)}"
     return f"second-factor:user:{user.pk}"
 
 
@@ -271,6 +322,10 @@ def _second_factor_check(
     spent attempt with its verdict, so parallel codes cannot get more wrong ones compared than
     that. While the account is locked, whatever locked it, an open sign-in compares nothing and
     is closed (ATTEMPTS_EXCEEDED): the next sign-in answers 423 before another SMS is sent.
+
+    A valid device token of the account sent with the code puts all of this on the token: its
+    own run, its own gate locked, and only this sign-in closed, so a stranger's wrong codes
+    neither lock its holder out nor are locked by it.
     """
     user = User.objects.filter(
         challenges__pk=request_id, challenges__purpose=Challenge.Purpose.SIGN_IN
@@ -278,11 +333,12 @@ def _second_factor_check(
     if user is None:  # unknown, or of another flow: no account to count for, no code is right
         return _sign_in_code_confirm(request_id=request_id, code=code, device=device)
     outcome: Confirmed | ApplicationError
-    with gate_held(key=second_factor_gate_key(user)) as run:
+    token_id = presented_token_id(user=user, request=request)
+    with gate_held(key=second_factor_gate_key(user, token_id)) as run:
         now = timezone.now()
-        gate = gate_of(user=user)
+        gate = gate_of(user=user, key=None if token_id is None else device_token_gate_key(token_id))
         if gate is not None and gate.locked_until is not None and gate.locked_until > now:
-            _sign_ins_close(user)
+            _sign_ins_close(user, request_id=None if token_id is None else request_id)
             outcome = AttemptsExceeded()
         else:
             try:
@@ -292,7 +348,14 @@ def _second_factor_check(
                 run.failures += 1
                 if run.failures >= SECOND_FACTOR_FAILURES_BEFORE_LOCK:
                     run.failures = 0
-                    _second_factor_lock(user=user, device=device, request=request, now=now)
+                    _second_factor_lock(
+                        user=user,
+                        device=device,
+                        request=request,
+                        now=now,
+                        token_id=token_id,
+                        request_id=request_id,
+                    )
             except (CodeInvalid, AttemptsExceeded) as error:  # nothing compared, or expired
                 outcome = error
             else:
@@ -313,20 +376,44 @@ def _sign_in_code_confirm(*, request_id: uuid.UUID, code: str, device: Device) -
     )
 
 
-def _sign_ins_close(user: User) -> None:
-    Challenge.objects.filter(
+def _sign_ins_close(user: User, *, request_id: uuid.UUID | None = None) -> None:
+    """The account's open sign-ins, or only ``request_id``'s."""
+    open_sign_ins = Challenge.objects.filter(
         user=user, purpose=Challenge.Purpose.SIGN_IN, used_at__isnull=True
-    ).update(attempts_left=0)
+    )
+    if request_id is not None:
+        open_sign_ins = open_sign_ins.filter(pk=request_id)
+    open_sign_ins.update(attempts_left=0)
 
 
 def _second_factor_lock(
-    *, user: User, device: Device, request: HttpRequest | None, now: datetime
+    *,
+    user: User,
+    device: Device,
+    request: HttpRequest | None,
+    now: datetime,
+    token_id: str | None,
+    request_id: uuid.UUID,
 ) -> None:
-    with gate_held(key=gate_key(user=user, kind="", identifier="")) as gate:
+    counter = (
+        gate_key(user=user, kind="", identifier="")
+        if token_id is None
+        else device_token_gate_key(token_id)
+    )
+    with gate_held(key=counter) as gate:
         gate.locked_until = now + timedelta(seconds=settings.ACCOUNTS_LOCKOUT_SECONDS)
-    _sign_ins_close(user)
     metrics.lockouts.inc()
-    audit(Kind.LOCKED, user=user, request=request, cause="second_factor")
+    audit(
+        Kind.LOCKED,
+        user=user,
+        request=request,
+        cause="second_factor",
+        counter=_counter_named(counter),
+    )
+    if token_id is not None:  # the account stays open to everyone else
+        _sign_ins_close(user, request_id=request_id)
+        return
+    _sign_ins_close(user)
     notice_send(
         Notice.ACCOUNT_LOCKED,
         user=user,

@@ -19,6 +19,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from accounts.device_tokens import DEVICE_TOKEN_COOKIE, device_token_seconds
 from accounts.devices import device_of
 from accounts.errors import (
     AccountDisabled,
@@ -191,7 +192,22 @@ def signed_in(request: HttpRequest, result: SignIn) -> HttpResponse:
         messages.error(request, _("Adapters sign in over the exchange API, not in the cabinet."))
         return redirect("/login")
     web_sign_in(request, result)
-    return redirect(after_sign_in_path(result.user, next_path(request)))
+    response = redirect(after_sign_in_path(result.user, next_path(request)))
+    device_token_keep(request, response, result.device_token)
+    return response
+
+
+def device_token_keep(request: HttpRequest, response: HttpResponse, token: str) -> None:
+    """The browser keeps the sign-in's device token, out of scripts' reach, and sends it back
+    with its next sign-in (accounts.device_tokens.device_token_sent)."""
+    response.set_cookie(
+        DEVICE_TOKEN_COOKIE,
+        token,
+        max_age=device_token_seconds(),
+        httponly=True,
+        samesite="Lax",
+        secure=request.is_secure(),
+    )
 
 
 def sign_in_outcome(request: HttpRequest, form: forms.Form, attempt: Any) -> HttpResponse | None:

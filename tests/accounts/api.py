@@ -33,6 +33,7 @@ SIGNED_IN_FIELDS = [
     "accessTokenExpiresAt",
     "refreshToken",
     "refreshTokenExpiresAt",
+    "deviceToken",
     "userDto",
 ]
 

@@ -220,3 +220,31 @@ def test_fifty_parallel_wrong_passwords_for_an_unknown_email_lock_it_the_same_wa
     statuses = wrong_passwords_in_parallel("nobody@example.com", 50)
 
     assert statuses == {401: 5, 423: 45}
+
+
+def test_twenty_parallel_wrong_passwords_with_a_device_token_and_twenty_without_get_five_checks_each(
+    ada, settings
+):
+    settings.ACCOUNTS_RATE_LIMIT_IP = settings.ACCOUNTS_RATE_LIMIT_ACCOUNT = "10000/m"
+    token = by_email("ada@example.com").json()["deviceToken"]
+
+    def attempt(index: int) -> tuple[bool, int]:
+        with_token = index % 2 == 0
+        headers = {"HTTP_X_DEVICE_TOKEN": token} if with_token else {}
+        response = ApiClient(device_id=f"d{index}").call(
+            "post",
+            "/api/auth/login/email",
+            {"email": "ada@example.com", "password": f"wrong {index}"},
+            **headers,
+        )
+        return with_token, int(response.status_code)
+
+    answers = Counter(in_parallel(attempt, 40))
+
+    # 401: the password was checked; 423: that counter's lock answered first.
+    assert answers == {(True, 401): 5, (True, 423): 15, (False, 401): 5, (False, 423): 15}
+    token_gate, account_gate = SignInGate.objects.exclude(key__startswith="unknown:").order_by(
+        "key"
+    )
+    assert (token_gate.key[:7], token_gate.failures) == ("device:", 5)
+    assert (account_gate.key, account_gate.failures) == (f"user:{ada.pk}", 5)

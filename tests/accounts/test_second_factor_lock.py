@@ -99,7 +99,7 @@ def test_wrong_sms_codes_across_fresh_sign_ins_lock_the_account_before_another_s
     assert sign_in_codes_sent() == 2  # none after the lock
     assert OutboxMessage.objects.filter(to=EMAIL, template="notice_account_locked").count() == 1
     [locked] = AuditEvent.objects.filter(user=grace, kind="LOCKED")
-    assert locked.details == {"cause": "second_factor"}
+    assert locked.details == {"cause": "second_factor", "counter": "account"}
 
 
 def test_wrong_recovery_codes_count_in_the_same_run_as_wrong_sms_codes(recovery_codes, clock):

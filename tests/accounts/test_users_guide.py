@@ -56,6 +56,8 @@ ELLIPSIS = "…"
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 JWT = re.compile(r"[\w-]+\.[\w-]+\.[\w-]+")
+# A device token: Django's signing (payload:timestamp:signature), not a JWT (docs/sessions.md).
+SIGNED = re.compile(r"[\w-]+:[\w-]+:[\w-]+")
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,9 @@ class Replay:
         lowered = name.lower()
         if isinstance(actual, str) and lowered.endswith(("requestid", "sessionid")):
             assert UUID.fullmatch(actual), f"{where}: <{name}> is not a UUID: {actual!r}"
-        if isinstance(actual, str) and lowered.endswith("token"):
+        if isinstance(actual, str) and lowered.endswith("devicetoken"):
+            assert SIGNED.fullmatch(actual), f"{where}: <{name}> is not signed: {actual!r}"
+        elif isinstance(actual, str) and lowered.endswith("token"):
             assert JWT.fullmatch(actual), f"{where}: <{name}> is not a JWT: {actual!r}"
         if name in seen:  # one name, one value within an answer (Retry-After and its body twin)
             assert str(seen[name]) == str(actual), f"{where}: <{name}> differs within the answer"

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from exchange_client import (
+    AuthenticationError,
     ExchangeClient,
     ExchangeError,
     Message,
@@ -210,6 +211,29 @@ def test_a_consumer_outlives_its_access_and_refresh_tokens_by_refreshing_then_si
         if r.getMessage().startswith("Refresh refused") and r.threadName != "MainThread"
     ]
     assert refused == ["Refresh refused (TOKEN_EXPIRED): signing in again"]
+
+
+def test_a_client_signs_in_again_with_its_device_token_while_others_locked_its_adapter(
+    gunicorn: Gunicorn, owner: Owner
+) -> None:
+    adapter = owner.create_adapter("device-token-keeper")
+    wrong = {"username": adapter.login, "password": "somebody else's guess"}
+    with (
+        client_for(gunicorn.base_url, adapter, "device-token-keeper-1") as running,
+        client_for(gunicorn.base_url, adapter, "device-token-keeper-2") as restarted,
+        gunicorn.client() as stranger,
+    ):
+        assert running.whoami()["login"] == adapter.login  # signed in: a device token kept
+        guesses = [stranger.post("/api/auth/login/username", json=wrong) for _ in range(6)]
+        assert [g.status_code for g in guesses] == [401] * 5 + [423]
+
+        running.logout()
+        again = running.whoami()  # a new sign-in, with X-Device-Token
+
+        with pytest.raises(AuthenticationError) as refused:
+            restarted.whoami()  # no token yet: the account's lock
+    assert again["login"] == adapter.login
+    assert (refused.value.status, refused.value.code) == (423, "ACCOUNT_LOCKED")
 
 
 def test_four_consumers_with_their_own_device_ids_ack_each_of_2000_messages_exactly_once(

@@ -6,6 +6,9 @@ It keeps what the platform asks of every adapter (docs/adapters.md of the platfo
   refresh is refused (expired, revoked, reused) or the session ended (``TOKEN_REVOKED``), signs in
   again; one renewal at a time, whatever the number of threads;
 - the device binding: ``X-Device-ID`` on every request;
+- the device token: kept from each sign-in and sent back in ``X-Device-Token`` when it signs in
+  again, so that wrong passwords typed by others, which lock the account, do not lock this
+  client out (a restart starts without one);
 - retries of what passes by itself (no connection, 429, 503), with back-off, jitter and the
   platform's ``Retry-After``; every operation is safe to repeat: a send carries an
   ``Idempotency-Key`` (the same one on every retry), an ACK or a release repeated is harmless,
@@ -133,6 +136,7 @@ class ExchangeClient:
             cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
         )
         self._tokens: _Tokens | None = None
+        self._device_token: str | None = None  # renewed by every sign-in
         self._renewing = threading.Lock()
         self.stopping = threading.Event()
 
@@ -462,9 +466,12 @@ class ExchangeClient:
             "POST",
             "/api/auth/login/username",
             json={"username": self.login, "password": self._password},
+            headers={"X-Device-Token": self._device_token} if self._device_token else None,
         )
         if answer.status_code == 200:
-            return _Tokens.from_json(answer.json())
+            body = answer.json()
+            self._device_token = body.get("deviceToken") or self._device_token
+            return _Tokens.from_json(body)
         problem = _problem(answer)
         if answer.status_code in _SIGN_IN_REFUSED:
             raise AuthenticationError(
