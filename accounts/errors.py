@@ -30,12 +30,15 @@ class AccountLocked(ApplicationError):
     code = "ACCOUNT_LOCKED"
     default_detail = "Too many wrong passwords: the account is locked."
 
-    def __init__(self, *, locked_until: datetime) -> None:
+    def __init__(self, *, locked_until: datetime, device_token: bool = False) -> None:
         until = rfc3339(locked_until)
-        super().__init__(
-            f"Too many wrong passwords: the account is locked until {until}.",
-            extra={"lockedUntil": until},
+        detail = (
+            f"Too many wrong passwords with this device token: it is locked until {until}; "
+            "the account itself is not."
+            if device_token
+            else f"Too many wrong passwords: the account is locked until {until}."
         )
+        super().__init__(detail, extra={"lockedUntil": until})
         self.locked_until = locked_until
 
 

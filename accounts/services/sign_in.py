@@ -137,7 +137,7 @@ def credentials_check(
     # Decided under the gate, answered after its verdict is saved.
     if locked_until is not None:
         metrics.sign_ins.labels("locked").inc()
-        raise AccountLocked(locked_until=locked_until)
+        raise AccountLocked(locked_until=locked_until, device_token=token_id is not None)
     if user is None or gate.failures:
         metrics.sign_ins.labels("bad_credentials").inc()
         audit(

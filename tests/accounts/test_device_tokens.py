@@ -110,6 +110,10 @@ def test_five_wrong_passwords_with_a_device_token_lock_that_token_and_not_the_ac
     assert answers == [(401, "BAD_CREDENTIALS")] * 5
     assert outcome(locked) == (423, "ACCOUNT_LOCKED")
     assert locked.json()["lockedUntil"] == "2026-11-21T09:15:00Z"
+    assert locked.json()["detail"] == (
+        "Too many wrong passwords with this device token: it is locked until "
+        "2026-11-21T09:15:00Z; the account itself is not."
+    )
     # Everyone else still meets the account's own counter, untouched.
     assert by_email(EMAIL).status_code == 200
 
