@@ -8,7 +8,11 @@ sign_ins = Counter(
     "email_not_confirmed, credentials_expired, two_factor_required, staff_only)",
     ["outcome"],
 )
-lockouts = Counter("platform_account_lockouts", "Accounts locked by consecutive wrong passwords")
+lockouts = Counter(
+    "platform_account_lockouts",
+    "Sign-in locks set by consecutive wrong passwords or second-factor codes, on an account or on "
+    "a device token",
+)
 security_events = Counter(
     "platform_security_events", "Security events written to the audit log, by kind", ["kind"]
 )
