@@ -428,7 +428,7 @@ COMPONENTS = {
     "TokenPairOutput",
     "TwoFactorOutput",
     "UserDtoOutput",
-    # Second factors (issue 21).
+    # Second factors: the authenticator app and recovery codes.
     "NullEnum",
     "RecoveryCodesOutput",
     "TotpConfirmInputRequest",

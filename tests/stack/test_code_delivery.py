@@ -166,7 +166,7 @@ def test_registration_code_by_email_and_two_factor_code_by_sms(
         assert enabled.json()["twoFactorEnabled"] is True
         assert len(enabled.json()["recoveryCodes"]) == 10
 
-    # The security notice of issue 21 leaves through the same outbox and worker, over SMTP.
+    # A security notice leaves through the same outbox and worker, over SMTP.
     def notified() -> bool:
         return any(
             message["Subject"] == "Two-factor sign-in was turned on"
