@@ -2,14 +2,13 @@
 gone"): gunicorn's answers stay what they are without Redis (sessions read from PostgreSQL, rate
 limits open, queues counted in PostgreSQL), a session revoked before the stall stays revoked, a
 change that must tell every worker (logout) is refused with 503, health says Redis is DOWN, and
-once Redis answers again everything works as before. The test asserts answers, not times: the
-times it prints (pytest -s) are the issue's figures.
+once Redis answers again everything works as before. Answers only: how long each call takes while
+Redis is stalled is measured outside the suite (docs/operations.md, "When Redis is slow or gone").
 """
 
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -87,12 +86,6 @@ class Consumer:
             return set(pool.map(call, range(times)))
 
 
-def timed(call: Any) -> tuple[httpx.Response, float]:
-    started = time.monotonic()
-    answer = call()
-    return answer, time.monotonic() - started
-
-
 def test_a_stalled_redis_changes_no_answer_but_refuses_changes_to_sessions(
     gunicorn: Gunicorn, owner: Owner, redis_forwarder: Forwarder
 ) -> None:
@@ -111,41 +104,29 @@ def test_a_stalled_redis_changes_no_answer_but_refuses_changes_to_sessions(
     since = len(gunicorn.log.read_text().splitlines())
     redis_forwarder.stall()
     try:
-        figures: dict[str, float] = {}
-        whoami, figures["whoami"] = timed(lambda: first.http.get("/api/exchange/whoami"))
-        sent, figures["send"] = timed(
-            lambda: first.http.post(
-                "/api/exchange/messages",
-                json={"to": adapter.adapter_id, "type": "stall", "payload": {"n": 1}},
-            )
+        whoami = first.http.get("/api/exchange/whoami")
+        sent = first.http.post(
+            "/api/exchange/messages",
+            json={"to": adapter.adapter_id, "type": "stall", "payload": {"n": 1}},
         )
-        received, figures["receive"] = timed(lambda: first.http.get("/api/exchange/messages"))
+        received = first.http.get("/api/exchange/messages")
         second = Consumer(gunicorn.base_url, adapter)
-        signed_in, figures["sign-in"] = timed(
-            lambda: second.http.post(
-                "/api/auth/login/username",
-                json={"username": adapter.login, "password": adapter.password},
-            )
+        signed_in = second.http.post(
+            "/api/auth/login/username",
+            json={"username": adapter.login, "password": adapter.password},
         )
-        refreshed, figures["refresh"] = timed(
-            lambda: second.http.post(
-                "/api/auth/refresh", json={"refreshToken": second.tokens["refreshToken"]}
-            )
+        refreshed = second.http.post(
+            "/api/auth/refresh", json={"refreshToken": second.tokens["refreshToken"]}
         )
-        refused, figures["logout"] = timed(
-            lambda: first.http.post(
-                "/api/auth/logout", json={"refreshToken": first.tokens["refreshToken"]}
-            )
+        refused = first.http.post(
+            "/api/auth/logout", json={"refreshToken": first.tokens["refreshToken"]}
         )
         with gunicorn.client() as anonymous:
-            health, figures["health"] = timed(lambda: anonymous.get("/api/actuator/health"))
+            health = anonymous.get("/api/actuator/health")
         first_sessions = first.whoami_everywhere()
         revoked_sessions = revoked.whoami_everywhere()
     finally:
         redis_forwarder.resume()
-    # The figures of the issue's note, for pytest -s; nothing is asserted on them.
-    times = ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in figures.items())
-    print(f"\nwith Redis stalled: {times}")  # noqa: T201
     records = [
         json.loads(line)
         for line in gunicorn.log.read_text().splitlines()[since:]
