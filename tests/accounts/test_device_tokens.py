@@ -10,7 +10,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import time_machine
 from django.test import Client
 
 from accounts.device_tokens import device_token_id
@@ -18,7 +17,6 @@ from accounts.models import AuditEvent, OutboxMessage, User
 from tests.accounts.api import (
     PASSWORD,
     PHONE,
-    T0,
     by_email,
     by_username,
     other_code,
@@ -32,17 +30,6 @@ pytestmark = pytest.mark.django_db
 
 EMAIL = "ada@example.com"
 CONFIRM_2FA = "/api/auth/login/two-factor/confirm"
-
-
-@pytest.fixture
-def clock():
-    with time_machine.travel(T0, tick=False) as traveller:
-        yield traveller
-
-
-@pytest.fixture
-def ada(db: Any) -> User:
-    return UserFactory.create(username="ada", email=EMAIL, phone="")
 
 
 def token_of(email: str = EMAIL) -> str:

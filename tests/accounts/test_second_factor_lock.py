@@ -11,11 +11,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import time_machine
 from django.test import Client
 
 from accounts.models import AuditEvent, OutboxMessage, Session, User
-from tests.accounts.api import PHONE, T0, by_email, other_code, outcome, signed_in
+from tests.accounts.api import PHONE, by_email, other_code, outcome, signed_in
 from tests.conftest import ApiClient, last_code
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 
@@ -25,12 +24,6 @@ EMAIL = "grace@example.com"
 CONFIRM = "/api/auth/login/two-factor/confirm"
 # Well-formed recovery codes that are not Grace's.
 NOT_HERS = ["abcde-fghjk", "mnpqr-stuvw", "xyz23-45678", "9abcd-efghj", "kmnpq-rstuv"]
-
-
-@pytest.fixture
-def clock():
-    with time_machine.travel(T0, tick=False) as traveller:
-        yield traveller
 
 
 @pytest.fixture

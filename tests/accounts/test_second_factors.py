@@ -10,11 +10,10 @@ from typing import Any
 
 import pyotp
 import pytest
-import time_machine
 from django.db import connection
 
 from accounts.models import AuditEvent, Authenticator, Challenge, OutboxMessage, RecoveryCode, User
-from tests.accounts.api import PHONE, T0, outcome, signed_in
+from tests.accounts.api import PHONE, outcome, signed_in
 from tests.accounts.confirmations import start_enabling
 from tests.accounts.test_races import in_parallel
 from tests.conftest import ApiClient
@@ -25,12 +24,6 @@ pytestmark = pytest.mark.django_db
 EMAIL = "grace@example.com"
 CONFIRM = "/api/auth/login/two-factor/confirm"
 STEP = timedelta(seconds=30)
-
-
-@pytest.fixture
-def clock():
-    with time_machine.travel(T0, tick=False) as traveller:
-        yield traveller
 
 
 @pytest.fixture
