@@ -32,6 +32,8 @@ def _password_change_required(request: Request) -> bool:
 
 class IsAdapter(BasePermission):
     message = "Only adapters may use the exchange API."
+    # What it answers, for the schema (accounts.schema), as every guard here says.
+    refusals: tuple[type[ApplicationError], ...] = (PermissionDeniedError, PasswordChangeRequired)
 
     def has_permission(self, request: Request, view: Any) -> bool:
         if _password_change_required(request):
@@ -44,6 +46,7 @@ class IsCabinetUser(BasePermission):
     PASSWORD_CHANGE_REQUIRED."""
 
     message = "Only cabinet users may use this API."
+    refusals: tuple[type[ApplicationError], ...] = (PermissionDeniedError, PasswordChangeRequired)
 
     def has_permission(self, request: Request, view: Any) -> bool:
         if _password_change_required(request):
@@ -62,7 +65,6 @@ class IsCabinetUserDoing(BasePermission):
 
     @property
     def refusals(self) -> tuple[type[ApplicationError], ...]:
-        """What it answers, for the schema (accounts.schema)."""
         if password_change_allows(self.action):
             return (PermissionDeniedError,)
         return (PermissionDeniedError, PasswordChangeRequired)

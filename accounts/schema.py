@@ -23,13 +23,11 @@ from accounts.errors import (
     DeviceMismatch,
     EmailNotConfirmed,
     InvalidDeviceId,
-    PasswordChangeRequired,
     ResendTooEarly,
     TokenExpired,
     TokenRevoked,
     TwoFactorRequired,
 )
-from accounts.permissions import IsAdapter, IsCabinetUser
 from exchange.errors import RouteNotAllowed
 from platform_site.errors import (
     ApplicationError,
@@ -39,7 +37,6 @@ from platform_site.errors import (
     NotAcceptable,
     NotFound,
     PayloadTooLarge,
-    PermissionDeniedError,
     RateLimited,
     TokenMalformed,
     TokenMissing,
@@ -84,7 +81,8 @@ BODY: tuple[ErrorClass, ...] = (
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-# What the API's authentication and permission classes answer on every operation they guard.
+# What the API's authentication answers on every operation it guards (its permissions say what
+# they answer themselves: accounts.permissions' ``refusals``).
 GUARDS: dict[type, tuple[ErrorClass, ...]] = {
     AccessTokenAuthentication: (
         TokenMissing,
@@ -93,8 +91,6 @@ GUARDS: dict[type, tuple[ErrorClass, ...]] = {
         TokenRevoked,
         DeviceMismatch,
     ),
-    IsAdapter: (PermissionDeniedError, PasswordChangeRequired),
-    IsCabinetUser: (PermissionDeniedError, PasswordChangeRequired),
 }
 
 _EXAMPLE_TIME = datetime(2026, 11, 21, 9, 45, tzinfo=UTC)
@@ -145,10 +141,10 @@ class PlatformAutoSchema(AutoSchema):
       security" and types sign-in as needing an AuthenticatedClient, a token one does not have yet.
     - An operation's error responses are generated from the errors it can answer
       (platform_site.openapi): EVERY_OPERATION's, BODY's when it takes a JSON body,
-      InvalidDeviceId's when it is device-bound, its authenticators' and permissions' (GUARDS),
-      what its view declares with ``@answers``, and NotFound when its path has parameters. An
-      error class is shown as the platform raises it: EXAMPLES holds an instance of each class
-      that needs arguments.
+      InvalidDeviceId's when it is device-bound, its authenticators' (GUARDS), its permissions'
+      (their ``refusals``), what its view declares with ``@answers``, and NotFound when its path
+      has parameters. An error class is shown as the platform raises it: EXAMPLES holds an
+      instance of each class that needs arguments.
     """
 
     def get_override_parameters(self) -> list[Any]:
@@ -199,7 +195,6 @@ class PlatformAutoSchema(AutoSchema):
         if getattr(self.view, "device_bound", False):
             errors.append(InvalidDeviceId)
         for guard in [*self.view.get_authenticators(), *self.view.get_permissions()]:
-            # A guard that knows what it answers says so (accounts.permissions.IsCabinetUserDoing).
             errors += getattr(guard, "refusals", GUARDS.get(type(guard), ()))
         handler = getattr(self.view, self.method.lower(), None)
         errors += answered(type(self.view), handler)
