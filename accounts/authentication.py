@@ -17,6 +17,7 @@ from accounts.services.sessions import session_touch
 from accounts.services.tokens import Claims, access_token_decode
 from platform_site.errors import TokenMalformed
 from platform_site.ratelimits import Limit, Usage
+from platform_site.server import arrived_at
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,9 @@ class AccessTokenAuthentication(BaseAuthentication):
         # One scheme, one space, one token: anything else (line breaks, two tokens) is malformed.
         if scheme.lower() != "bearer" or not token or " " in token:
             raise TokenMalformed()
-        claims = access_token_decode(token)
+        # A request the server deferred (a long poll) is authenticated as of its arrival: its
+        # token may expire while it waits, but its session must still be live at every pass.
+        claims = access_token_decode(token, at=arrived_at(request))
         device = device_of(request._request)
         limits = self.counters(claims.user_id) if self.counters is not None else []
         session, counted = session_authenticate(claims=claims, device=device, limits=limits)

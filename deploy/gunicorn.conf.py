@@ -1,4 +1,9 @@
-"""gunicorn settings for the platform: `gunicorn -c deploy/gunicorn.conf.py platform_site.wsgi`.
+"""gunicorn settings for the platform's server, started by deploy/serve:
+`gunicorn -c deploy/gunicorn.conf.py platform_site.asgi:application`.
+
+gunicorn manages the processes; each runs an asyncio event loop (uvicorn, through
+platform_site.worker.Worker) that reads requests, holds waiting long polls, and hands requests to
+Django in GUNICORN_THREADS threads (platform_site/server.py; docs/deployment.md, "The server").
 
 Every value can be set from the environment (GUNICORN_*). With PROMETHEUS_MULTIPROC_DIR set, each
 worker writes its metrics there; the directory is emptied when the master starts and a dead
@@ -14,13 +19,12 @@ from prometheus_client import multiprocess
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", str(max(2, multiprocessing.cpu_count()))))
-# Threaded workers (gthread): a long poll waits in a thread (holding no database connection)
-# while the worker's other threads serve sends and ACKs. EXCHANGE_LONG_POLL_MAX_WAITING keeps
-# some threads free.
-threads = int(os.environ.get("GUNICORN_THREADS", "8"))
-worker_class = "gthread"
-# Above the exchange API's longest long poll (20 s), with room for a slow database.
+worker_class = "platform_site.worker.Worker"
+# How long a worker may stay silent before the master replaces it. Its event loop answers the
+# master's heartbeat while requests wait, so long polls (20 s at most) do not count here.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
+# A stopping worker (a deploy, a scale-down) stops accepting and lets its requests finish: above
+# the longest long poll (20 s) with room for its last answer.
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
 # nginx logs every request; the application logs one JSON line per request itself.

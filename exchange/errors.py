@@ -42,13 +42,6 @@ class QueueFull(RateLimited):
         super().__init__(retry_after_seconds=self.retry_after)
 
 
-class TooManyWaiting(RateLimited):
-    default_detail = "Too many long polls are waiting on this server; retry shortly."
-
-    def __init__(self) -> None:
-        super().__init__(retry_after_seconds=1)
-
-
 class RouteSenderNotFound(ApplicationError):
     status = 404
     code = "NOT_FOUND"

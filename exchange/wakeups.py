@@ -1,127 +1,131 @@
-"""Long polling: waiting receives sleep on an event that a LISTEN connection sets.
+"""Long polling: waiting receives sleep on the event loop until a send may have reached them.
 
-Each worker process keeps one connection that LISTENs on the exchange channel; a send NOTIFYs the
-recipient's id when its transaction commits, and every receive of that recipient waiting in this
-process wakes and claims again. Waiting holds no database connection and no transaction. If the
-LISTEN connection is down (a database restart), waiters still poll every FALLBACK_POLL_SECONDS.
+Each server process keeps one connection that LISTENs on the exchange channel, as a task on its
+event loop; a send NOTIFYs the recipient's id when its transaction commits, and every receive of
+that recipient waiting in this process wakes and is handed to Django again (platform_site.server).
+Waiting holds no thread, no database connection and no transaction.
+
+A receive takes a ticket *before* it looks for messages: a notification that arrives between that
+look and the wait (it is processed on the event loop, the look runs in a thread) has moved the
+ticket's counter on, and the wait returns at once. When the listener (re)connects, notifications
+may have been missed: every waiting receive wakes and looks again. While it is down, waits look
+every FALLBACK_POLL_SECONDS.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 
 import psycopg
-from django.conf import settings
 
-from exchange.errors import TooManyWaiting
 from exchange.queries import NOTIFY_CHANNEL
-from platform_site.database import direct_connect
+from platform_site.database import direct_connect_async
 
 logger = logging.getLogger(__name__)
 
 FALLBACK_POLL_SECONDS = 1.0
 RECONNECT_SECONDS = 1.0
-STOP_CHECK_SECONDS = 1.0
+# Recipients share counters by id modulo this: a notification for another recipient of the same
+# counter only makes a ticket's wait return early, and the receive look once more.
+COUNTERS = 4096
+
+
+@dataclass(frozen=True)
+class Ticket:
+    recipient_id: int
+    epoch: int
+    count: int
 
 
 class Wakeups:
+    """The process's listener and the receives waiting on it (one per process: ``wakeups``)."""
+
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._events: dict[int, set[threading.Event]] = {}
-        self._waiting = 0
-        self._listener_pid: int | None = None
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._counts = [0] * COUNTERS
+        self._epoch = 0  # moved on when the listener (re)connects
+        self._waiting: dict[int, set[asyncio.Event]] = {}
+        self._listener: asyncio.Task[None] | None = None
         self.listening = threading.Event()
 
-    @contextmanager
-    def expect(self, recipient_id: int) -> Iterator[threading.Event]:
-        """An event set when a message for ``recipient_id`` may have arrived.
+    def ticket(self, recipient_id: int) -> Ticket:
+        """Taken before looking for ``recipient_id``'s messages, from any thread."""
+        return Ticket(recipient_id, self._epoch, self._counts[recipient_id % COUNTERS])
 
-        Register it *before* looking for messages: a send that commits in between still wakes it.
-        """
+    def _moved(self, ticket: Ticket) -> bool:
+        return (self._epoch, self._counts[ticket.recipient_id % COUNTERS]) != (
+            ticket.epoch,
+            ticket.count,
+        )
+
+    async def arrival(self, ticket: Ticket, seconds: float) -> bool:
+        """Return when a message for the ticket's recipient may have arrived since it was taken
+        (True), or after ``seconds`` (False)."""
         self._ensure_listener()
-        event = threading.Event()
-        with self._lock:
-            self._events.setdefault(recipient_id, set()).add(event)
+        if self._moved(ticket):
+            return True
+        event = asyncio.Event()
+        self._waiting.setdefault(ticket.recipient_id, set()).add(event)
         try:
-            yield event
+            if not self.listening.is_set():
+                seconds = min(seconds, FALLBACK_POLL_SECONDS)
+            async with asyncio.timeout(seconds):
+                await event.wait()
+            return True
+        except TimeoutError:
+            return False
         finally:
-            with self._lock:
-                events = self._events.get(recipient_id)
-                if events is not None:
-                    events.discard(event)
-                    if not events:
-                        del self._events[recipient_id]
+            events = self._waiting.get(ticket.recipient_id)
+            if events is not None:
+                events.discard(event)
+                if not events:
+                    del self._waiting[ticket.recipient_id]
 
-    @contextmanager
-    def waiting_slot(self) -> Iterator[None]:
-        """Count one waiting receive; TooManyWaiting above EXCHANGE_LONG_POLL_MAX_WAITING.
-
-        A waiting receive occupies a server thread, so the bound keeps threads free for everyone
-        else's ACKs and sends.
-        """
-        with self._lock:
-            if self._waiting >= settings.EXCHANGE_LONG_POLL_MAX_WAITING:
-                raise TooManyWaiting()
-            self._waiting += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._waiting -= 1
+    @property
+    def waiting(self) -> int:
+        """Receives waiting in this process now."""
+        return sum(len(events) for events in self._waiting.values())
 
     def wake(self, recipient_id: int) -> None:
-        with self._lock:
-            for event in self._events.get(recipient_id, ()):
+        self._counts[recipient_id % COUNTERS] += 1
+        for event in self._waiting.get(recipient_id, ()):
+            event.set()
+
+    def _wake_all(self) -> None:
+        self._epoch += 1
+        for events in self._waiting.values():
+            for event in events:
                 event.set()
 
+    def start(self) -> None:
+        """Start listening on the running event loop (the server calls it as it starts)."""
+        self._ensure_listener()
+
     def _ensure_listener(self) -> None:
-        # A forked gunicorn worker inherits the flag but not the thread, hence the pid.
-        if self._listener_pid == os.getpid():
-            return
-        with self._lock:
-            if self._listener_pid == os.getpid():
-                return
-            self._listener_pid = os.getpid()
-            self._stopping.clear()
-            self.listening.clear()
-            self._thread = threading.Thread(
-                target=self._listen, name="exchange-listener", daemon=True
-            )
-            self._thread.start()
+        # One listener per event loop; a server (or a test's) that started a new loop starts anew.
+        loop = asyncio.get_running_loop()
+        if self._listener is None or self._listener.done() or self._listener.get_loop() is not loop:
+            self._listener = loop.create_task(self._listen(), name="exchange-listener")
 
-    def stop(self) -> None:
-        """End the listener and close its connection (tests that drop their database need it)."""
-        with self._lock:
-            thread, self._thread, self._listener_pid = self._thread, None, None
-            self._stopping.set()
-        if thread is not None:
-            thread.join(timeout=STOP_CHECK_SECONDS * 5)
-
-    def _listen(self) -> None:
-        while not self._stopping.is_set():
+    async def _listen(self) -> None:
+        while True:
             try:
-                with direct_connect(autocommit=True) as connection:
-                    connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                async with await direct_connect_async(autocommit=True) as connection:
+                    await connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     self.listening.set()
-                    while not self._stopping.is_set():
-                        for notice in connection.notifies(timeout=STOP_CHECK_SECONDS):
-                            try:
-                                self.wake(int(notice.payload))
-                            except ValueError:
-                                logger.warning(
-                                    "Ignored a notification with payload %r", notice.payload
-                                )
+                    self._wake_all()  # what was sent before LISTEN took effect
+                    async for notice in connection.notifies():
+                        try:
+                            self.wake(int(notice.payload))
+                        except ValueError:
+                            logger.warning("Ignored a notification with payload %r", notice.payload)
             except psycopg.Error as error:
-                self.listening.clear()
                 logger.warning("Exchange listener lost its connection (%s); reconnecting", error)
-                self._stopping.wait(RECONNECT_SECONDS)
-        self.listening.clear()
+            finally:
+                self.listening.clear()
+            await asyncio.sleep(RECONNECT_SECONDS)
 
 
 wakeups = Wakeups()

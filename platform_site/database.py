@@ -16,13 +16,22 @@ if TYPE_CHECKING:
 def direct_connect(*, alias: str = DEFAULT_DB_ALIAS, **options: Any) -> psycopg.Connection[Any]:
     """A new connection with the same address and credentials as Django's ``alias``.
 
-    Used by the health check (a dead server must fail at once, not after the pool's timeout) and
-    by the LISTEN connection of long polling (it waits for hours).
+    Used by the health check (a dead server must fail at once, not after the pool's timeout).
     """
     params = connections[alias].get_connection_params()
     params.pop("cursor_factory", None)  # django-prometheus' counting cursor wants Django around it
     params.update(options)
     return psycopg.connect(**params)
+
+
+async def direct_connect_async(
+    *, alias: str = DEFAULT_DB_ALIAS, **options: Any
+) -> psycopg.AsyncConnection[Any]:
+    """``direct_connect`` for an event loop: the LISTEN connection of long polling."""
+    params = connections[alias].get_connection_params()
+    params.pop("cursor_factory", None)
+    params.update(options)
+    return await psycopg.AsyncConnection.connect(**params)
 
 
 def prepared_cursor(alias: str = DEFAULT_DB_ALIAS) -> CursorWrapper:

@@ -167,6 +167,14 @@ class CacheUnavailable(ServiceUnavailable):
     default_detail = "The shared cache is unreachable for a moment; retry shortly."
 
 
+class ServerBusy(ServiceUnavailable):
+    """This server process holds as many waiting requests as it may (a long poll's limit): its
+    capacity, not the client's rate. Another process, or this one in a moment, has room."""
+
+    code = "SERVER_BUSY"
+    default_detail = "This server is out of room for waiting requests; retry shortly."
+
+
 class InternalError(ApplicationError):
     status = 500
     code = "INTERNAL_ERROR"

@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from pythonjsonlogger.json import JsonFormatter
 
 from health import metrics
+from platform_site.server import PASS_KEY, Pass
 
 logger = logging.getLogger("platform.request")
 
@@ -98,12 +99,21 @@ class RequestObservabilityMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        offered = request.headers.get(REQUEST_ID_HEADER, "")
-        request_id = offered if _ACCEPTABLE_REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+        # A request the server deferred (platform_site.server) is one request, however many
+        # passes it takes: the first pass's id and start, one log line and count at the last.
+        passes: Pass | None = request.META.get(PASS_KEY)
+        if passes is not None and passes.request_id is not None and passes.started is not None:
+            request_id, started = passes.request_id, passes.started
+        else:
+            offered = request.headers.get(REQUEST_ID_HEADER, "")
+            request_id = offered if _ACCEPTABLE_REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+            started = time.perf_counter()
         token = request_id_var.set(request_id)
-        started = time.perf_counter()
         try:
             response: HttpResponse = self.get_response(request)
+            if passes is not None and passes.deferral is not None and response.status_code < 300:
+                passes.request_id, passes.started = request_id, started
+                return response
             seconds = time.perf_counter() - started
             response[REQUEST_ID_HEADER] = request_id
             route = route_template(request, response.status_code)

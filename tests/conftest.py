@@ -5,8 +5,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import translation
 
 from accounts.models import User
+from exchange.wakeups import Ticket
 from platform_site import embedded
 from tests.enumeration import (
     ARGON2_HASHER,
@@ -30,6 +30,7 @@ from tests.enumeration import (
     statement_shape,
 )
 from tests.factories import DEFAULT_PASSWORD, AdapterFactory, UserFactory
+from tests.live import LiveServer
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
 
@@ -279,93 +280,69 @@ def work_of(settings: Any, django_capture_on_commit_callbacks: Any) -> Callable[
     return work_of
 
 
-class _Announced:
-    """The event a long poll waits on, which tells ``began`` each time the poll starts to wait."""
-
-    def __init__(
-        self, event: threading.Event, began: Callable[[], None], ended: Callable[[bool], None]
-    ) -> None:
-        self._event = event
-        self._began = began
-        self._ended = ended
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self._began()
-        woken = self._event.wait(timeout)
-        self._ended(woken)
-        return woken
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._event, name)
-
-
 class LongPolls:
-    """The receives of this process that wait for a message (exchange.wakeups), numbered from 1 in
-    the order they register. A test acts when a long poll really waits (in Event.wait, its database
-    connection handed back), not after a guessed delay; the live server's threads count too."""
+    """The waits of this process's long polls (exchange.wakeups.Wakeups.arrival), numbered from 1
+    in the order they start. A test acts when a long poll really waits (on the live server's event
+    loop, its thread and database connection handed back), not after a guessed delay."""
 
     def __init__(
-        self,
-        expect: Callable[[int], AbstractContextManager[threading.Event]],
-        listening: threading.Event,
+        self, arrival: Callable[[Ticket, float], Awaitable[bool]], listening: threading.Event
     ) -> None:
-        self._expect = expect
+        self._arrival = arrival
         self._listening = listening
         self._condition = threading.Condition()
-        self._registered = 0
+        self._started = 0
         self._waiting: set[int] = set()
         self._actions: dict[int, Callable[[], None]] = {}
-        # Each long poll's waits, in order: True when a notification set its event, False when
-        # the wait ran out.
-        self.woken: dict[int, list[bool]] = {}
+        # Each wait's end: True when a notification (or the listener's start) ended it, False
+        # when it ran out.
+        self.woken: dict[int, bool] = {}
 
-    @contextmanager
-    def expect(self, recipient_id: int) -> Iterator[Any]:
-        """Stands in for Wakeups.expect."""
+    async def arrival(self, ticket: Ticket, seconds: float) -> bool:
+        """Stands in for Wakeups.arrival."""
         with self._condition:
-            self._registered += 1
-            number = self._registered
-        with self._expect(recipient_id) as event:
-            yield _Announced(
-                event,
-                lambda: self._began(number),
-                lambda woken: self.woken.setdefault(number, []).append(woken),
-            )
-
-    def _began(self, number: int) -> None:
-        # Only the poll's own thread adds its number: no other can race this check.
-        if number in self._waiting:
-            return
-        with self._condition:
+            self._started += 1
+            number = self._started
             action = self._actions.pop(number, None)
         if action is not None:
             action()
         with self._condition:
             self._waiting.add(number)
             self._condition.notify_all()
+        woken = await self._arrival(ticket, seconds)
+        self.woken[number] = woken
+        return woken
 
     def waiting(self, number: int = 1, *, timeout: float = 10) -> None:
-        """Return once long poll ``number`` waits and the process's listener listens: the first
+        """Return once wait ``number`` has started and the process's listener listens: the first
         wait starts the listener, and a send before it listens would wake nobody."""
         with self._condition:
             assert self._condition.wait_for(lambda: number in self._waiting, timeout), (
-                f"long poll {number} never waited"
+                f"wait {number} never started"
             )
         assert self._listening.wait(timeout), "the listener never listened"
 
     def before_waiting(self, number: int, action: Callable[[], None]) -> None:
-        """Run ``action`` in long poll ``number``'s thread as it starts to wait, before the wait."""
+        """Run ``action`` as wait ``number`` starts, before it waits."""
         with self._condition:
             self._actions[number] = action
 
 
 @pytest.fixture
-def long_polls(monkeypatch: pytest.MonkeyPatch) -> Iterator[LongPolls]:
-    """Watches the long polls of this process (LongPolls); afterwards stops the exchange listener,
-    whose connection would keep the test database from being dropped."""
+def long_polls(monkeypatch: pytest.MonkeyPatch) -> LongPolls:
+    """Watches the waits of this process's long polls (LongPolls)."""
     from exchange.wakeups import wakeups
 
-    polls = LongPolls(wakeups.expect, wakeups.listening)
-    monkeypatch.setattr(wakeups, "expect", polls.expect)
-    yield polls
-    wakeups.stop()
+    polls = LongPolls(wakeups.arrival, wakeups.listening)
+    monkeypatch.setattr(wakeups, "arrival", polls.arrival)
+    return polls
+
+
+@pytest.fixture(scope="session")
+def live_server(django_db_setup: None) -> Iterator[LiveServer]:
+    """The platform's own server (tests/live.py) in place of pytest-django's WSGI one; its
+    helper gives each test that uses it a transactional database. It stops before the test
+    database is dropped: its listener's connection would keep it."""
+    server = LiveServer()
+    yield server
+    server.stop()

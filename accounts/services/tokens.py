@@ -178,10 +178,11 @@ def _verified_access(raw: str, keys: KeyedTokenBackend) -> Claims:
     return _verified(KeyedAccessToken, raw)
 
 
-def access_token_decode(raw: str) -> Claims:
-    """Claims of a valid access token; TokenExpired, or TokenMalformed (a refresh token too)."""
+def access_token_decode(raw: str, *, at: datetime | None = None) -> Claims:
+    """Claims of an access token valid at ``at`` (now); TokenExpired, or TokenMalformed (a
+    refresh token too)."""
     claims = _verified_access(raw, token_backend())
-    if claims.expires_at <= timezone.now():
+    if claims.expires_at <= (at or timezone.now()):
         raise TokenExpired()
     return claims
 

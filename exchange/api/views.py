@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Sequence
 from typing import Any, cast
 
+from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.authentication import BaseAuthentication
@@ -42,7 +44,6 @@ from exchange.errors import (
     QueueFull,
     SendInterrupted,
     SendNotAllowed,
-    TooManyWaiting,
 )
 from exchange.selectors import queue_stats
 from exchange.services.messages import (
@@ -59,7 +60,14 @@ from exchange.services.messages import (
     messages_send,
     receipt_parse,
 )
-from platform_site.errors import ApplicationError, RateLimited, UnknownField, ValidationFailed
+from exchange.wakeups import Ticket, wakeups
+from platform_site.errors import (
+    ApplicationError,
+    RateLimited,
+    ServerBusy,
+    UnknownField,
+    ValidationFailed,
+)
 from platform_site.openapi import answers
 from platform_site.ratelimits import (
     Limit,
@@ -68,6 +76,7 @@ from platform_site.ratelimits import (
     exchange_limits,
     rate_limit_count_more,
 )
+from platform_site.server import defer, resumed
 from platform_site.timestamps import rfc3339
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
@@ -93,6 +102,28 @@ def deliveries_response(deliveries: list[Delivery], **before: Any) -> HttpRespon
     return response
 
 
+def long_poll(
+    request: AuthenticatedRequest,
+    answer: HttpResponse,
+    deliveries: list[Delivery],
+    ticket: Ticket,
+    options: dict[str, Any],
+    state: Any = None,
+) -> HttpResponse:
+    """``answer`` now if it has messages or the receive does not wait, else once a send may
+    have brought one (the server looks again: platform_site.server) or ``waitSeconds`` are up."""
+    if deliveries or not options["waitSeconds"]:
+        return answer
+    return defer(
+        request,
+        answer,
+        seconds=options["waitSeconds"],
+        wake=functools.partial(wakeups.arrival, ticket),
+        limit=settings.EXCHANGE_LONG_POLL_MAX_WAITING,
+        state=state,
+    )
+
+
 def json_response(data: Any, status: int = 200) -> HttpResponse:
     """The exchange's answers are plain JSON (strings, numbers, lists): written out directly,
     as DRF's JSONRenderer would write them, without a Response to render per request. DRF's
@@ -115,11 +146,16 @@ class ExchangeApi(RateLimitedApiMixin, APIView):
 
     def get_authenticators(self) -> list[BaseAuthentication]:
         # With Redis, the count and the session check share one round trip (accounts.liveness).
-        return [AccessTokenAuthentication(counters=self.counters)]
+        # A deferred long poll's later passes check the session again and count nothing: its
+        # first pass counted the request.
+        counters = None if resumed(self.request)[0] else self.counters
+        return [AccessTokenAuthentication(counters=counters)]
 
     counters = staticmethod(exchange_limits)
 
     def rate_limits(self, request: Request) -> list[Limit]:
+        if resumed(request)[0]:
+            return []
         return exchange_limits(cast(AuthenticatedRequest, request).user.pk)
 
 
@@ -155,17 +191,17 @@ class MessagesApi(ExchangeApi):
         responses={200: ReceiveOutput},
         tags=["exchange"],
     )
-    @answers(ValidationFailed, UnknownField, TooManyWaiting)  # the query string; a long poll
+    @answers(ValidationFailed, UnknownField, ServerBusy)  # the query string; a long poll
     def get(self, request: AuthenticatedRequest) -> HttpResponse:
         options = receive_options(request.query_params)
+        ticket = wakeups.ticket(request.user.pk)  # before the look: see exchange.wakeups
         deliveries = messages_receive(
             adapter=request.user,
             device_key=request.auth.device.key,
             max_messages=options["max"],
             lease_seconds=options["leaseSeconds"],
-            wait_seconds=options["waitSeconds"],
         )
-        return deliveries_response(deliveries)
+        return long_poll(request, deliveries_response(deliveries), deliveries, ticket, options)
 
     @extend_schema(
         operation_id="exchange_send",
@@ -245,7 +281,7 @@ def _batch_result(outcome: Sent | ApplicationError) -> dict[str, Any]:
     return {"status": status, "messageId": str(outcome.message_id)}
 
 
-@answers(TooManyWaiting)  # an ACK that receives may wait for messages
+@answers(ServerBusy)  # an ACK that receives may wait for messages
 class MessagesAckApi(ExchangeApi):
     @extend_schema(
         operation_id="exchange_ack",
@@ -263,15 +299,25 @@ class MessagesAckApi(ExchangeApi):
         if receive is None:
             acked = messages_ack(adapter=adapter, device_key=device_key, message_ids=message_ids)
             return json_response({"results": _results(acked)})
-        acked, deliveries = messages_ack_receive(
-            adapter=adapter,
-            device_key=device_key,
-            message_ids=message_ids,
-            max_messages=receive["max"],
-            lease_seconds=receive["leaseSeconds"],
-            wait_seconds=receive["waitSeconds"],
-        )
-        return deliveries_response(deliveries, results=_results(acked))
+        ticket = wakeups.ticket(adapter.pk)
+        resuming, acked = resumed(request)
+        if resuming:  # the first pass acknowledged, and found nothing to receive
+            deliveries = messages_receive(
+                adapter=adapter,
+                device_key=device_key,
+                max_messages=receive["max"],
+                lease_seconds=receive["leaseSeconds"],
+            )
+        else:
+            acked, deliveries = messages_ack_receive(
+                adapter=adapter,
+                device_key=device_key,
+                message_ids=message_ids,
+                max_messages=receive["max"],
+                lease_seconds=receive["leaseSeconds"],
+            )
+        answer = deliveries_response(deliveries, results=_results(acked))
+        return long_poll(request, answer, deliveries, ticket, receive, state=acked)
 
 
 @answers(MessageNotFound)

@@ -7,11 +7,9 @@ messages behave exactly like ids that do not exist.
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import json
 import re
-import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -28,7 +26,6 @@ from exchange.errors import IdempotencyKeyReused, QueueFull, SendInterrupted, Se
 from exchange.models import IdempotencyKey
 from exchange.selectors import recipients_reachable
 from exchange.services.queues import queue_admit, queue_release
-from exchange.wakeups import FALLBACK_POLL_SECONDS, wakeups
 from platform_site.database import prepared_cursor
 from platform_site.errors import ApplicationError, PayloadTooLarge, ValidationFailed
 
@@ -345,47 +342,17 @@ def _deliveries(rows: list[tuple[str, int, str]]) -> list[Delivery]:
 
 
 def messages_receive(
-    *, adapter: User, device_key: str, max_messages: int, lease_seconds: int, wait_seconds: float
+    *, adapter: User, device_key: str, max_messages: int, lease_seconds: int
 ) -> list[Delivery]:
-    """Lease up to ``max_messages`` for this consumer instance (``device_key``), waiting up to
-    ``wait_seconds`` for one to arrive. Messages the instance holds unacknowledged come first."""
-    deadline = time.monotonic() + wait_seconds
-    deliveries = _claim(
+    """Lease up to ``max_messages`` for this consumer instance (``device_key``). Messages the
+    instance holds unacknowledged come first. Waiting for messages to arrive is the view's (a
+    long poll defers its answer: exchange.api.views)."""
+    return _claim(
         adapter=adapter,
         device_key=device_key,
         max_messages=max_messages,
         lease_seconds=lease_seconds,
     )
-    if deliveries or wait_seconds <= 0:
-        return deliveries
-    return _claimed_on_arrival(adapter, device_key, max_messages, lease_seconds, deadline)
-
-
-def _claimed_on_arrival(
-    adapter: User, device_key: str, max_messages: int, lease_seconds: int, deadline: float
-) -> list[Delivery]:
-    """After a claim that found nothing: wait until a send to ``adapter`` is notified (or the
-    fallback poll comes), claim again, until something is claimed or ``deadline`` passes."""
-    claim = functools.partial(
-        _claim,
-        adapter=adapter,
-        device_key=device_key,
-        max_messages=max_messages,
-        lease_seconds=lease_seconds,
-    )
-    with wakeups.waiting_slot(), wakeups.expect(adapter.pk) as arrived:
-        while True:
-            # The first pass also catches a send that committed between the claim that found
-            # nothing and registering for its notification.
-            deliveries = claim()
-            remaining = deadline - time.monotonic()
-            if deliveries or remaining <= 0:
-                return deliveries
-            # Hand the connection back to the pool: nothing is held while waiting.
-            if not connection.in_atomic_block:
-                connection.close()
-            arrived.wait(min(remaining, FALLBACK_POLL_SECONDS))
-            arrived.clear()
 
 
 def messages_ack(
@@ -410,14 +377,12 @@ def messages_ack_receive(
     message_ids: Sequence[uuid.UUID | str],
     max_messages: int,
     lease_seconds: int,
-    wait_seconds: float,
 ) -> tuple[list[tuple[str, AckStatus]], list[Delivery]]:
     """``messages_ack``, then ``messages_receive``, as one transaction: the claim sees the ACK
     done, so nothing acknowledged comes back, and neither happens if either fails. Both
     statements go to PostgreSQL in one round trip (psycopg's pipeline mode, whose statements up
-    to a sync are one implicit transaction); a long poll waits after the commit, holding nothing.
+    to a sync are one implicit transaction).
     """
-    deadline = time.monotonic() + wait_seconds
     unique = list(dict.fromkeys(map(str, message_ids)))
     with prepared_cursor() as acking, prepared_cursor() as claiming:
         with connection.wrap_database_errors, connection.connection.pipeline():
@@ -427,10 +392,7 @@ def messages_ack_receive(
             )
         acked = acking.fetchall()
         deliveries = _deliveries(claiming.fetchall())
-    results = _ack_results(adapter, unique, acked)
-    if deliveries or wait_seconds <= 0:
-        return results, deliveries
-    return results, _claimed_on_arrival(adapter, device_key, max_messages, lease_seconds, deadline)
+    return _ack_results(adapter, unique, acked), deliveries
 
 
 def _ack_parameters(adapter: User, device_key: str, unique: list[str]) -> dict[str, Any]:

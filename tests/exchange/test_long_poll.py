@@ -1,31 +1,28 @@
-"""Long polling and concurrent consumers, with real threads on real PostgreSQL connections
-(docs/exchange.md, "Receiving and leases": long polls)."""
+"""Long polling on the platform's own server, and concurrent consumers with real threads on real
+PostgreSQL connections (docs/exchange.md, "Receiving and leases": long polls)."""
 
 from __future__ import annotations
 
 import threading
-import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from django.db import DataError, connection, connections
-from django.test.utils import CaptureQueriesContext
 
 from accounts.models import User
 from exchange.models import DeliveryLog, Message
-from exchange.services import messages as messages_module
 from exchange.services.messages import (
     message_send,
     messages_ack,
     messages_ack_receive,
     messages_receive,
 )
-from exchange.wakeups import wakeups
 from tests.conftest import ApiClient, LongPolls
 from tests.factories import AdapterFactory, UserFactory
+from tests.live import LiveClient, LiveServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("long_polls")]
 
@@ -42,20 +39,14 @@ def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]
     result: dict[str, Any] = {}
 
     def run() -> None:
-        started = time.monotonic()
         try:
             result["value"] = call()
         finally:
-            result["seconds"] = time.monotonic() - started
             connections.close_all()
 
     thread = threading.Thread(target=run)
     thread.start()
     return thread, result
-
-
-def waiting() -> int:
-    return wakeups._waiting
 
 
 def send_to(sender: User, recipient: User, n: int = 1) -> uuid.UUID:
@@ -64,54 +55,63 @@ def send_to(sender: User, recipient: User, n: int = 1) -> uuid.UUID:
     ).message_id
 
 
-def without_fallback_poll(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A waiting receive wakes only on a notification (or at its end), never to claim again on
-    its own. The receive reads the name it imported, so the patch goes there."""
-    monkeypatch.setattr(messages_module, "FALLBACK_POLL_SECONDS", 30.0)
+@pytest.fixture
+def consumer_client(live_server: LiveServer, pair) -> Iterator[LiveClient]:
+    client = LiveClient(live_server, device_id="lp-1")
+    assert client.sign_in("lp-consumer").status_code == 200
+    yield client
+    client.close()
 
 
-def test_a_waiting_receive_wakes_on_the_notification_not_the_fallback_poll(
-    pair, monkeypatch, long_polls: LongPolls
+def test_a_waiting_receive_wakes_on_the_notification(
+    pair, consumer_client: LiveClient, long_polls: LongPolls
 ):
     consumer, sender = pair
-    without_fallback_poll(monkeypatch)
-    client = ApiClient(device_id="lp-1")
-    client.sign_in("lp-consumer")
-    thread, result = in_thread(lambda: client.call("get", "/api/exchange/messages?waitSeconds=20"))
+    thread, result = in_thread(
+        lambda: consumer_client.call("get", "/api/exchange/messages?waitSeconds=20")
+    )
     long_polls.waiting(1)
 
-    sent_at = time.monotonic()
     message_id = send_to(sender, consumer)
     thread.join(timeout=25)
 
     response = result["value"]
     assert response.status_code == 200
     assert [m["messageId"] for m in response.json()["messages"]] == [str(message_id)]
-    # Without the fallback poll only the NOTIFY can have woken it before its 20 s were up.
-    assert time.monotonic() - sent_at < 10
-    assert waiting() == 0
+    # The wait that ended did not run out: a notification ended it.
+    assert list(long_polls.woken.values())[-1] is True
 
 
-def test_an_empty_wait_answers_an_empty_list_when_wait_seconds_are_up(pair):
-    client = ApiClient(device_id="lp-1")
-    client.sign_in("lp-consumer")
-    thread, result = in_thread(lambda: client.call("get", "/api/exchange/messages?waitSeconds=1"))
-    thread.join(timeout=10)
+def test_an_empty_wait_answers_an_empty_list_when_wait_seconds_are_up(
+    consumer_client: LiveClient, long_polls: LongPolls
+):
+    response = consumer_client.call("get", "/api/exchange/messages?waitSeconds=1")
 
-    assert result["value"].json() == {"messages": []}
-    assert result["seconds"] >= 1.0
+    assert (response.status_code, response.json()) == (200, {"messages": []})
+    # The last wait ran out (an earlier one may have ended when the listener started).
+    assert list(long_polls.woken.values())[-1] is False
 
 
-def test_a_receive_that_finds_messages_does_not_wait(pair):
+def test_a_receive_that_finds_messages_does_not_wait(
+    pair, consumer_client: LiveClient, long_polls: LongPolls
+):
     consumer, sender = pair
     send_to(sender, consumer)
+
+    response = consumer_client.call("get", "/api/exchange/messages?waitSeconds=20")
+
+    assert len(response.json()["messages"]) == 1
+    assert long_polls.woken == {}
+
+
+def test_under_a_server_that_cannot_wait_a_long_poll_answers_at_once(pair):
+    """Django's test client (no event loop): the answer a wait that ran out would give."""
     client = ApiClient(device_id="lp-1")
     client.sign_in("lp-consumer")
-    thread, result = in_thread(lambda: client.call("get", "/api/exchange/messages?waitSeconds=20"))
-    thread.join(timeout=10)
 
-    assert len(result["value"].json()["messages"]) == 1
-    assert result["seconds"] < 10
+    response = client.call("get", "/api/exchange/messages?waitSeconds=20")
+
+    assert (response.status_code, response.json()) == (200, {"messages": []})
 
 
 def test_an_ack_that_receives_commits_with_its_claim_or_not_at_all(pair):
@@ -119,21 +119,17 @@ def test_an_ack_that_receives_commits_with_its_claim_or_not_at_all(pair):
     that fails leaves the ACK undone, and the connection serves the next call."""
     consumer, sender = pair
     message_id = send_to(sender, consumer)
-    [held] = messages_receive(
-        adapter=consumer, device_key="d:1", max_messages=1, lease_seconds=30, wait_seconds=0
-    )
+    [held] = messages_receive(adapter=consumer, device_key="d:1", max_messages=1, lease_seconds=30)
     then_receive = {"adapter": consumer, "device_key": "d:1", "lease_seconds": 30}
 
     with pytest.raises(DataError):  # LIMIT -1: the claim fails, after the ACK has run
-        messages_ack_receive(
-            message_ids=[held.message_id], max_messages=-1, wait_seconds=0, **then_receive
-        )
+        messages_ack_receive(message_ids=[held.message_id], max_messages=-1, **then_receive)
     undone = (
         Message.objects.filter(message_id=message_id).exists(),
         DeliveryLog.objects.filter(message_id=message_id).exists(),
     )
     acked, following = messages_ack_receive(
-        message_ids=[held.message_id], max_messages=10, wait_seconds=0, **then_receive
+        message_ids=[held.message_id], max_messages=10, **then_receive
     )
 
     assert undone == (True, False)
@@ -141,41 +137,18 @@ def test_an_ack_that_receives_commits_with_its_claim_or_not_at_all(pair):
     assert not Message.objects.exists()
 
 
-def test_an_ack_that_receives_nothing_waits_without_claiming_twice_first(pair, monkeypatch):
-    """The pipelined claim that found nothing is the long poll's first: the wait registers and
-    claims once more (for a send that committed in between), and once when the wait ends. No
-    message is sent here, so no notification can end the wait early."""
-    consumer, _ = pair
-    without_fallback_poll(monkeypatch)
-    unknown = uuid.uuid4()
-
-    with CaptureQueriesContext(connection) as statements:
-        acked, following = messages_ack_receive(
-            adapter=consumer,
-            device_key="d:1",
-            message_ids=[unknown],
-            max_messages=10,
-            lease_seconds=30,
-            wait_seconds=0.2,
-        )
-
-    assert (acked, following) == ([(str(unknown), "notFound")], [])
-    # The ACK, the first claim, the lookup of why the id was not acked, then two claims. (By
-    # count: a prepared statement's text is not logged.)
-    assert len(statements.captured_queries) == 5
-
-
 def test_an_ack_that_receives_commits_the_ack_before_it_waits_and_wakes_on_a_send(
-    pair, monkeypatch, long_polls: LongPolls
+    pair, consumer_client: LiveClient, long_polls: LongPolls
 ):
+    """The ACK runs once, in the first pass: the answer after the wait says acked, not
+    alreadyAcked."""
     consumer, sender = pair
-    without_fallback_poll(monkeypatch)
     acked_id = send_to(sender, consumer)
-    client = ApiClient(device_id="lp-1")
-    client.sign_in("lp-consumer")
-    [held] = client.call("get", "/api/exchange/messages").json()["messages"]
+    [held] = consumer_client.call("get", "/api/exchange/messages").json()["messages"]
     body = {"messageIds": [held["messageId"]], "receive": {"max": 10, "waitSeconds": 20}}
-    thread, result = in_thread(lambda: client.call("post", "/api/exchange/messages/ack", body))
+    thread, result = in_thread(
+        lambda: consumer_client.call("post", "/api/exchange/messages/ack", body)
+    )
     long_polls.waiting(1)
 
     # While the request waits, its ACK is already committed: seen from another connection.
@@ -189,18 +162,15 @@ def test_an_ack_that_receives_commits_the_ack_before_it_waits_and_wakes_on_a_sen
     assert response.status_code == 200
     assert response.json()["results"] == [{"messageId": str(acked_id), "status": "acked"}]
     assert [m["messageId"] for m in response.json()["messages"]] == [str(message_id)]
-    assert long_polls.woken == {1: [True]}  # the notification, not the wait running out
+    assert list(long_polls.woken.values())[-1] is True
 
 
 def test_nothing_is_held_in_a_transaction_while_a_receive_waits(
-    pair, monkeypatch, long_polls: LongPolls
+    pair, consumer_client: LiveClient, long_polls: LongPolls
 ):
     consumer, sender = pair
-    without_fallback_poll(monkeypatch)  # no claim of its own while the connections are looked at
     thread, _ = in_thread(
-        lambda: messages_receive(
-            adapter=consumer, device_key="d:lp", max_messages=1, lease_seconds=30, wait_seconds=5
-        )
+        lambda: consumer_client.call("get", "/api/exchange/messages?waitSeconds=5")
     )
     long_polls.waiting(1)
     # The wait has started the listener, which listens: its connection is idle too.
@@ -220,12 +190,15 @@ def test_nothing_is_held_in_a_transaction_while_a_receive_waits(
     assert not [row for row in others if row[0] == "active"], others
 
 
-def test_waiting_receives_beyond_the_per_worker_bound_get_429(
-    pair, settings, long_polls: LongPolls
+def test_waiting_receives_beyond_the_process_bound_get_503_server_busy(
+    pair, settings, live_server: LiveServer, long_polls: LongPolls
 ):
     consumer, sender = pair
     settings.EXCHANGE_LONG_POLL_MAX_WAITING = 1
-    first, second = ApiClient(device_id="lp-1"), ApiClient(device_id="lp-2")
+    first, second = (
+        LiveClient(live_server, device_id="lp-1"),
+        LiveClient(live_server, device_id="lp-2"),
+    )
     first.sign_in("lp-consumer")
     second.sign_in("lp-consumer")
     thread, result = in_thread(lambda: first.call("get", "/api/exchange/messages?waitSeconds=20"))
@@ -236,13 +209,14 @@ def test_waiting_receives_beyond_the_per_worker_bound_get_429(
     send_to(sender, consumer)
     thread.join(timeout=25)
 
-    assert (refused.status_code, refused.json()["code"], refused["Retry-After"]) == (
-        429,
-        "RATE_LIMITED",
+    assert (refused.status_code, refused.json()["code"], refused.headers["Retry-After"]) == (
+        503,
+        "SERVER_BUSY",
         "1",
     )
     assert instant.status_code == 200
     assert result["value"].status_code == 200
+    assert live_server.app.waiting.count == 0
 
 
 def test_parallel_consumers_never_hold_the_same_message_and_lose_none(pair):
@@ -258,7 +232,6 @@ def test_parallel_consumers_never_hold_the_same_message_and_lose_none(pair):
                     device_key=f"d:c{instance}",
                     max_messages=7,
                     lease_seconds=300,
-                    wait_seconds=0,
                 )
                 if not batch:
                     return taken

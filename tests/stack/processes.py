@@ -1,6 +1,6 @@
-"""Starting and stopping the stack's own processes: gunicorn with an environment of the test's
-choosing, a Celery worker and beat, and nginx with deploy/nginx's configuration; every process is
-ended when its context exits."""
+"""Starting and stopping the stack's own processes: the platform's server (deploy/serve) with an
+environment of the test's choosing, a Celery worker and beat, and nginx with deploy/nginx's
+configuration; every process is ended when its context exits."""
 
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ def answers_200(url: str) -> bool:
 def running_gunicorn(
     database: StackDatabase, workdir: Path, env: Mapping[str, str], *, workers: int = 2
 ) -> Iterator[Gunicorn]:
-    """gunicorn over ``database`` with ``env`` on top of the stack's defaults, ready to serve."""
+    """The platform's server (deploy/serve: gunicorn's processes, each an event loop in front of
+    Django) over ``database`` with ``env`` on top of the stack's defaults, ready to serve."""
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     server = Gunicorn(
@@ -117,14 +118,8 @@ def running_gunicorn(
             **env,
         },
     )
-    command = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "-c",
-        "deploy/gunicorn.conf.py",
-        "platform_site.wsgi",
-    ]
+    full_env["PYTHON"] = sys.executable  # deploy/serve's interpreter: this virtualenv's
+    command = [str(ROOT / "deploy" / "serve")]
     with running(
         command,
         log_path=server.log,
