@@ -55,7 +55,7 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request as u; r = u.Request('http://127.0.0.1:8000/api/actuator/health/readiness', headers={'X-Forwarded-Proto': 'https'}); sys.exit(0 if u.urlopen(r, timeout=4).status == 200 else 1)"]
 ENTRYPOINT ["/app/deploy/entrypoint.sh"]
-CMD ["gunicorn", "--config", "deploy/gunicorn.conf.py", "platform_site.wsgi"]
+CMD ["deploy/serve"]
 
 # --- frontend: nginx with the static files ------------------------------------------------------
 # docker-compose.yml mounts deploy/nginx/nginx.conf and deploy/nginx/templates/ over the image's

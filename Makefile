@@ -10,7 +10,7 @@ PROMTOOL := $(TOOLS)/prometheus/usr/bin/promtool
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run demo-rotate test install lock lock-upgrade tools browser nginx lint typecheck pytest \
+.PHONY: run serve demo-rotate test install lock lock-upgrade tools browser nginx lint typecheck pytest \
 	screenshots bench db-stop clean
 
 run: export DEBUG ?= true
@@ -20,11 +20,28 @@ run: export MANAGEMENT_ENDPOINTS_EXPOSURE ?= health,info,metrics,prometheus
 # touch anything. seed_demo keeps the demo accounts' passwords from run to run, in a file of this
 # checkout's user (.data/demo-accounts.json): a consumer signed in against the server survives a
 # restart.
+#
+# The server is the production one's kind (platform_site/server.py: an event loop in front of
+# Django, long polls waiting on it), as one uvicorn process that restarts when a file changes.
 run: install
 	$(BIN)/python -m platform_site.embedded check-port --host $(HOST) --port $(PORT)
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py seed_demo --base-url http://$(HOST):$(PORT)
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	DATABASE_URL="$${DATABASE_URL:-$$($(BIN)/python -m platform_site.embedded url)}" \
+	  $(BIN)/python -m uvicorn platform_site.asgi:application --host $(HOST) --port $(PORT) \
+	  --reload --reload-dir accounts --reload-dir exchange --reload-dir health \
+	  --reload-dir platform_site --reload-dir templates --reload-include '*.html' \
+	  --lifespan on --no-proxy-headers --no-server-header --no-access-log
+
+# The production server (deploy/serve: gunicorn's processes, each an event loop in front of
+# Django), DEBUG off, on HOST:PORT over the embedded PostgreSQL unless DATABASE_URL is set. Static
+# files are nginx's to serve in production: here pages come without their stylesheet.
+serve: install
+	$(BIN)/python -m platform_site.embedded check-port --host $(HOST) --port $(PORT)
+	$(BIN)/python manage.py migrate --no-input
+	DATABASE_URL="$${DATABASE_URL:-$$($(BIN)/python -m platform_site.embedded url)}" \
+	  ALLOWED_HOSTS="$${ALLOWED_HOSTS:-$(HOST),localhost,127.0.0.1}" PYTHON=$(BIN)/python \
+	  deploy/serve $(HOST):$(PORT)
 
 # New passwords for the demo accounts, printed and kept; their sessions end, a server stays up.
 demo-rotate: export DEBUG ?= true

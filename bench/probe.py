@@ -1,4 +1,5 @@
-"""WSGI entry point for bench.waits: bench.wsgi, with each receive and ACK request measured.
+"""ASGI entry point for bench.waits (``bench.probe:server``): the platform's server, with each
+receive and ACK request measured in the thread that runs it.
 
 For every request to /api/exchange/messages (receive and ACK), a worker adds up: the wall time
 inside the application, the CPU time of the thread that served it, and the wall and CPU time spent
@@ -24,10 +25,15 @@ from typing import Any
 import psycopg
 
 # isort: off
-from bench.wsgi import application as platform  # first: it sets Django up
+import platform_site.asgi  # noqa: F401  (first: it sets Django up)
 import accounts.liveness
+from django.core.handlers.wsgi import WSGIHandler
+from exchange.wakeups import wakeups
+from platform_site.server import Server
 
 # isort: on
+
+platform = WSGIHandler()
 
 MEASURED = "/api/exchange/messages"
 FIELDS = ("requests", "wall", "cpu", "redis_wall", "redis_cpu", "pg_wall", "pg_cpu")
@@ -84,3 +90,9 @@ def _dump(signum: int, frame: Any) -> None:
 
 
 signal.signal(signal.SIGUSR2, _dump)
+
+server = Server(
+    application,
+    threads=int(os.environ.get("GUNICORN_THREADS", "8")),
+    on_startup=[wakeups.start],
+)

@@ -3,4 +3,3 @@
 from platform_site.settings import *  # noqa: F403
 
 ROOT_URLCONF = "bench.urls"
-WSGI_APPLICATION = "bench.wsgi.application"

@@ -81,7 +81,7 @@ def measure(
         probe_dir,
         workers=workers,
         threads=threads,
-        app="bench.probe",
+        app="bench.probe:server",
         BENCH_PROBE_DIR=str(probe_dir),
     )
     try:

@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass
 
 import psycopg
+from prometheus_client import Counter
 
 from exchange.queries import NOTIFY_CHANNEL
 from platform_site.database import direct_connect_async
@@ -31,6 +32,16 @@ RECONNECT_SECONDS = 1.0
 # Recipients share counters by id modulo this: a notification for another recipient of the same
 # counter only makes a ticket's wait return early, and the receive look once more.
 COUNTERS = 4096
+
+
+waits = Counter(
+    "platform_exchange_long_poll_waits",
+    "Waits of long polls on the event loop, by how they ended: notified (a send to the recipient, "
+    "or the listener's start), timed_out (waitSeconds, or the fallback poll, ran out)",
+    ["ended"],
+)
+for _ended in ("notified", "timed_out"):
+    waits.labels(_ended)
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,7 @@ class Wakeups:
         (True), or after ``seconds`` (False)."""
         self._ensure_listener()
         if self._moved(ticket):
+            waits.labels("notified").inc()
             return True
         event = asyncio.Event()
         self._waiting.setdefault(ticket.recipient_id, set()).add(event)
@@ -73,8 +85,10 @@ class Wakeups:
                 seconds = min(seconds, FALLBACK_POLL_SECONDS)
             async with asyncio.timeout(seconds):
                 await event.wait()
+            waits.labels("notified").inc()
             return True
         except TimeoutError:
+            waits.labels("timed_out").inc()
             return False
         finally:
             events = self._waiting.get(ticket.recipient_id)

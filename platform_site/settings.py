@@ -92,7 +92,6 @@ MIDDLEWARE = [
 LOGIN_URL = "/login"
 
 ROOT_URLCONF = "platform_site.urls"
-WSGI_APPLICATION = "platform_site.wsgi.application"
 ASGI_APPLICATION = "platform_site.asgi.application"
 
 TEMPLATES = [
@@ -387,8 +386,10 @@ EXCHANGE_MAX_QUEUE_DEPTH = env_int("EXCHANGE_MAX_QUEUE_DEPTH", 100_000, minimum=
 EXCHANGE_MESSAGE_RETENTION_DAYS = env_int("EXCHANGE_MESSAGE_RETENTION_DAYS", 14, minimum=1)
 EXCHANGE_DEAD_LETTER_DAYS = env_int("EXCHANGE_DEAD_LETTER_DAYS", 30, minimum=1)
 EXCHANGE_RATE_LIMIT = env_rate("EXCHANGE_RATE_LIMIT", "6000/m")
-# Long polls waiting at once in one worker process; more get 429 so threads stay free for others.
-EXCHANGE_LONG_POLL_MAX_WAITING = env_int("EXCHANGE_LONG_POLL_MAX_WAITING", 6, minimum=0)
+# Long polls waiting at once in one server process, on its event loop (platform_site/server.py):
+# each costs a socket and some memory, no thread. More are 503 SERVER_BUSY (docs/deployment.md,
+# "The server").
+EXCHANGE_LONG_POLL_MAX_WAITING = env_int("EXCHANGE_LONG_POLL_MAX_WAITING", 5000, minimum=0)
 
 # --- HTTP ----------------------------------------------------------------------------------------
 

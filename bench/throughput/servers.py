@@ -248,11 +248,12 @@ def server_start(
     *,
     workers: int = GUNICORN_WORKERS,
     threads: int = GUNICORN_THREADS,
-    app: str = "bench.wsgi",
+    app: str = "platform_site.asgi:application",
     **env_extra: str,
 ) -> Server:
-    """The platform under gunicorn with deploy/gunicorn.conf.py, 2 workers x 8 threads unless
-    told otherwise (bench.waits compares other shapes), ready when this returns."""
+    """The platform's server as deploy/serve starts it (gunicorn with deploy/gunicorn.conf.py),
+    2 processes x 8 threads unless told otherwise (bench.waits compares other shapes), ready
+    when this returns."""
     port = free_port()
     metrics_dir = workdir / "prometheus"
     metrics_dir.mkdir()
@@ -269,7 +270,6 @@ def server_start(
         ACCOUNTS_RATE_LIMIT_IP="100000/m",
         ACCOUNTS_RATE_LIMIT_ACCOUNT="100000/m",
         JWT_ACCESS_TTL_SECONDS="86400",
-        EXCHANGE_LONG_POLL_MAX_WAITING="16",
         **env_extra,
     )
     log_path = workdir / "gunicorn.log"

@@ -46,23 +46,27 @@ def test_the_readme_starts_with_the_two_commands():
     assert readme.index("make run") < readme.index("make test") < readme.index("## How it fits")
 
 
-def make_run(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """`make run` with a stand-in for the virtualenv's python, which records what it is asked and
-    hands the port check (platform_site.embedded) to the real one: nothing is migrated, seeded or
-    served. The calls are in tmp_path/calls, each "argv|MANAGEMENT_ENDPOINTS_EXPOSURE"."""
+def make_run(
+    tmp_path: Path, *arguments: str, target: str = "run"
+) -> subprocess.CompletedProcess[str]:
+    """`make run` (or ``target``) with a stand-in for the virtualenv's python, which records what
+    it is asked and hands the port check (platform_site.embedded) to the real one: nothing is
+    migrated, seeded or served. The calls are in tmp_path/calls, each
+    "argv|MANAGEMENT_ENDPOINTS_EXPOSURE|DEBUG|GUNICORN_BIND"."""
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "python").write_text(
         "#!/bin/sh\n"
-        f'printf "%s|%s\\n" "$*" "$MANAGEMENT_ENDPOINTS_EXPOSURE" >> {tmp_path}/calls\n'
-        f'if [ "$1" = -m ]; then exec {sys.executable} "$@"; fi\n'
+        'printf "%s|%s|%s|%s\\n" "$*" "$MANAGEMENT_ENDPOINTS_EXPOSURE" "$DEBUG" "$GUNICORN_BIND"'
+        f" >> {tmp_path}/calls\n"
+        f'if [ "$2" = platform_site.embedded ]; then exec {sys.executable} "$@"; fi\n'
     )
     (fake / "python").chmod(0o755)
     env = {
         k: v for k, v in os.environ.items() if k not in ("DEBUG", "MANAGEMENT_ENDPOINTS_EXPOSURE")
     }
     return subprocess.run(
-        ["make", "--no-print-directory", "-o", "install", "run", f"BIN={fake}", *arguments],
+        ["make", "--no-print-directory", "-o", "install", target, f"BIN={fake}", *arguments],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -83,11 +87,14 @@ def test_make_run_serves_what_the_readme_promises_on_the_port_asked_for(tmp_path
 
     assert made.returncode == 0, made.stderr
     calls = calls_of(tmp_path)
-    assert [argv for argv, _ in calls] == [
+    assert [argv for argv, *_ in calls] == [
         f"-m platform_site.embedded check-port --host 127.0.0.1 --port {port}",
         "manage.py migrate --no-input",
         f"manage.py seed_demo --base-url http://127.0.0.1:{port}",
-        f"manage.py runserver 127.0.0.1:{port}",
+        f"-m uvicorn platform_site.asgi:application --host 127.0.0.1 --port {port} --reload"
+        " --reload-dir accounts --reload-dir exchange --reload-dir health --reload-dir"
+        " platform_site --reload-dir templates --reload-include *.html --lifespan on"
+        " --no-proxy-headers --no-server-header --no-access-log",
     ]
     # The diagram's Prometheus scrape answers under these settings.
     exposure = calls[-1][1]
@@ -100,6 +107,26 @@ def test_make_run_serves_what_the_readme_promises_on_the_port_asked_for(tmp_path
     assert "make db-stop" in readme
 
 
+def test_make_serve_runs_the_production_server_on_the_port_asked_for(tmp_path):
+    port = free_port()
+
+    made = make_run(tmp_path, f"PORT={port}", target="serve")
+
+    assert made.returncode == 0, made.stderr
+    assert [(argv, debug, bind) for argv, _, debug, bind in calls_of(tmp_path)] == [
+        (f"-m platform_site.embedded check-port --host 127.0.0.1 --port {port}", "", ""),
+        ("manage.py migrate --no-input", "", ""),
+        # deploy/serve: gunicorn's processes with their event loops, DEBUG off, on HOST:PORT.
+        (
+            "-m gunicorn --config deploy/gunicorn.conf.py platform_site.asgi:application",
+            "false",
+            f"127.0.0.1:{port}",
+        ),
+    ]
+    readme = (ROOT / "README.md").read_text()
+    assert "make serve" in readme
+
+
 def test_make_run_on_a_taken_port_says_who_listens_and_stops_before_migrating(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -109,7 +136,7 @@ def test_make_run_on_a_taken_port_says_who_listens_and_stops_before_migrating(tm
         made = make_run(tmp_path, f"PORT={port}")
 
     assert made.returncode != 0
-    assert [argv for argv, _ in calls_of(tmp_path)] == [
+    assert [argv for argv, *_ in calls_of(tmp_path)] == [
         f"-m platform_site.embedded check-port --host 127.0.0.1 --port {port}"
     ]
     assert f"127.0.0.1:{port} is taken: process {os.getpid()} (" in made.stderr

@@ -1,0 +1,105 @@
+"""The platform's server (platform_site/server.py) as a client meets it: bodies read whole before
+Django sees them, headers as a WSGI server passes them, and a deferred request answered and logged
+as one request."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from django.conf import settings
+
+from accounts.models import User
+from tests.live import LiveClient, LiveServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def http(live_server: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=f"http://127.0.0.1:{live_server.port}", timeout=30) as client:
+        yield client
+
+
+def test_a_header_spelled_with_underscores_does_not_pass_for_the_hyphenated_one(
+    live_server: LiveServer, adapter: User
+):
+    """X_Device_ID and X-Device-ID would both be HTTP_X_DEVICE_ID to Django: as gunicorn and
+    nginx do, the server drops the spelling with underscores (X_Forwarded_For likewise)."""
+    client = LiveClient(live_server)
+    signed_in = client.http.post(
+        "/api/auth/login/username",
+        json={"username": adapter.username, "password": "correct-horse-battery-staple"},
+        headers={"X_Device_ID": "spoofed"},
+    )
+    token = signed_in.json()["accessToken"]
+
+    whoami = client.http.get(
+        "/api/exchange/whoami",
+        headers={"Authorization": f"Bearer {token}", "X_Device_ID": "spoofed"},
+    )
+
+    assert (signed_in.status_code, whoami.status_code) == (200, 200)
+    assert whoami.json()["deviceId"] is None  # bound to the fingerprint, not to "spoofed"
+    client.close()
+
+
+def test_a_chunked_body_beyond_every_limit_is_refused_with_413_unread(http: httpx.Client):
+    size = settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the server counts as it reads
+        for _ in range(size // 65536 + 1):
+            yield b" " * 65536
+
+    answer = http.post(
+        "/api/exchange/messages/batch",
+        content=chunks(),
+        headers={"Content-Type": "application/json"},
+    )
+
+    assert answer.status_code == 413
+    assert answer.json()["code"] == "PAYLOAD_TOO_LARGE"
+
+
+def test_a_declared_length_beyond_every_limit_is_refused_before_the_body_is_sent(
+    live_server: LiveServer,
+):
+    with socket.create_connection(("127.0.0.1", live_server.port), timeout=10) as connection:
+        connection.sendall(
+            b"POST /api/exchange/messages/batch HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n"
+        )
+        head = connection.recv(4096).split(b"\r\n", 1)[0]
+
+    assert head == b"HTTP/1.1 413 Request Entity Too Large"
+
+
+def test_head_answers_the_headers_of_get_without_a_body(http: httpx.Client):
+    get = http.get("/api/actuator/health/liveness")
+    head = http.head("/api/actuator/health/liveness")
+
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["Content-Type"] == get.headers["Content-Type"]
+
+
+def test_a_deferred_long_poll_is_one_request_in_the_log_with_one_id(
+    live_server: LiveServer, adapter: User, caplog: pytest.LogCaptureFixture
+):
+    caplog.set_level(logging.INFO, logger="platform.request")
+    client = LiveClient(live_server, device_id="erp-1")
+    client.sign_in(adapter.username)
+
+    answer = client.call(
+        "get", "/api/exchange/messages?waitSeconds=1", **{"X-Request-ID": "poll-one"}
+    )
+
+    assert (answer.status_code, answer.json()) == (200, {"messages": []})
+    assert answer.headers["X-Request-ID"] == "poll-one"
+    logged = [r for r in caplog.records if getattr(r, "requestId", None) == "poll-one"]
+    assert [(r.getMessage(), r.status) for r in logged] == [  # type: ignore[attr-defined]
+        ("GET /api/exchange/messages 200", 200)
+    ]
+    client.close()
