@@ -124,11 +124,15 @@ class Wakeups:
             self._listener = loop.create_task(self._listen(), name="exchange-listener")
 
     async def _listen(self) -> None:
+        failing = False  # logged once when the connection is lost, once when it is back
         while True:
             try:
                 async with await direct_connect_async(autocommit=True) as connection:
                     await connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     self.listening.set()
+                    if failing:
+                        logger.warning("Exchange listener listens again")
+                        failing = False
                     self._wake_all()  # what was sent before LISTEN took effect
                     async for notice in connection.notifies():
                         try:
@@ -136,7 +140,9 @@ class Wakeups:
                         except ValueError:
                             logger.warning("Ignored a notification with payload %r", notice.payload)
             except psycopg.Error as error:
-                logger.warning("Exchange listener lost its connection (%s); reconnecting", error)
+                if not failing:
+                    logger.warning("Exchange listener lost its connection (%s)", error)
+                    failing = True
             finally:
                 self.listening.clear()
             await asyncio.sleep(RECONNECT_SECONDS)

@@ -1,16 +1,18 @@
 """The exchange benchmark: one run, one table.
 
-    .venv/bin/python -m bench.throughput [--quick] [--only abcdefgh] [--duration S] ...
+    .venv/bin/python -m bench.throughput [--quick] [--only abcdefghk] [--duration S] ...
 
 It builds a database of its own (``exchange_bench``, or ``--database``'s name: on the server of
 DATABASE_URL when that is set, on the embedded PostgreSQL otherwise; dropped and created anew on
 every run), uses the Redis
 of REDIS_URL or starts a redis-server of its own (production runs with Redis: the cache, the
-rate-limit counters and the session revisions), starts its own gunicorn on a free loopback port
-with the platform's deploy/gunicorn.conf.py (2 workers x 8 threads), and measures with 8
-concurrent clients the figures (a) to (f) of ``figures``: the HTTP API against the database's own
-ceiling on the same machine, long-poll latency, authentication's cost against a bare Django view,
-and receive latency against queue depth. Then (g) and (h) of ``comparison``: sending only, and
+rate-limit counters and the session revisions), starts the platform's server on a free loopback
+port as deploy/serve does (gunicorn with deploy/gunicorn.conf.py: 2 processes, each an event loop
+with 8 threads for Django), and measures with 8 concurrent clients the figures (a) to (f) of
+``figures``: the HTTP API against the database's own ceiling on the same machine, long-poll
+latency, authentication's cost against a bare Django view, and receive latency against queue
+depth; (k), 2,000 adapters waiting in long polls at once (``waiting``). Then (g) and (h) of
+``comparison``: sending only, and
 sending, receiving and acknowledging at once, the API beside the machine's RabbitMQ
 (RABBITMQ_URL) doing the same work, in turns.
 
@@ -22,7 +24,8 @@ each figure.
 
 Modules: ``servers`` (the database, Redis, gunicorn and the signed-in adapters, which the other
 bench scripts use too), ``machine`` (CPU accounting, waiting for a quiet machine), ``load`` (the
-raw psycopg loops and wrk), ``latency`` (the Python clients of (d) and (f)), ``figures`` (each
+raw psycopg loops and wrk), ``latency`` (the Python clients of (d) and (f)), ``waiting`` ((k)'s
+thousands of waiting consumers), ``figures`` (each
 figure measured into a row), ``flow`` (the producer and consumer processes of (g) and (h)),
 ``api`` and ``rabbitmq`` (their loops on each side), ``comparison`` ((g) and (h) into rows),
 ``profiling`` (py-spy, ``--profile``), ``report`` (the table).

@@ -44,7 +44,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
     parser.add_argument("--duration", type=float, help="seconds measured per throughput figure")
     parser.add_argument(
-        "--only", default="abcdefgh", help="phases to run, e.g. 'ab' (default: all of abcdefgh)"
+        "--only",
+        default="abcdefghk",
+        help="phases to run, e.g. 'ab' (default: all of abcdefghk)",
     )
     parser.add_argument(
         "--profile",

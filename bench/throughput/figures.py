@@ -7,7 +7,9 @@
 (d) long polling: latency from send to receive;
 (e) an authenticated GET /api/exchange/whoami against a bare Django view on the same server;
 (f) receive latency with 1,000 and with 1,000,000 messages waiting (two consumers' queues in one
-    table, received from in turns).
+    table, received from in turns);
+(k) 2,000 adapters waiting in long polls at once, 200 messages a second spread over them
+    (bench/throughput/waiting.py).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from bench.throughput.servers import (
     queue_clear,
     queue_fill,
 )
+from bench.throughput.waiting import RATE, WAITERS, waiters_create, waiting_run
 
 
 @dataclass
@@ -116,15 +119,12 @@ def measure(bench: Bench, phases: set[str]) -> None:
         batch_100(bench)
     if "d" in phases:
         long_poll(bench)
-        if phases & set("efgh"):
-            # The server cannot tell that (d)'s clients went away: their last long polls hold
-            # worker threads until waitSeconds (20 s) run out, which would starve what follows.
-            log("(d) waiting 21 s for the last long polls to end")
-            time.sleep(21)
     if "e" in phases:
         whoami_overhead(bench)
     if "f" in phases:
         queue_depth(bench)
+    if "k" in phases:
+        waiting_many(bench)
 
 
 def batch_1(bench: Bench, phases: set[str]) -> None:
@@ -313,4 +313,35 @@ def queue_depth(bench: Bench) -> None:
             "within 20 %",
             verdict(spread <= 1.20),
         )
+    )
+
+
+def waiting_many(bench: Bench) -> None:
+    """(k): WAITERS adapters in long polls at once, RATE messages a second spread over them."""
+    log(f"(k) {WAITERS:,} adapters waiting in long polls")
+    waiters = waiters_create(bench.database_url, WAITERS)
+    queue_clear(bench.database_url, [waiter.adapter_id for waiter in waiters])
+    bench.settle("(k)")
+    k = asyncio.run(waiting_run(bench.server, bench.sender, waiters, bench.plan.duration * 2))
+    bench.notes.append(f"(k)idle   {k.idle_cpu.line()}  (all {WAITERS:,} waiting, nothing sent)")
+    bench.notes.append(
+        f"(k)      {k.load_cpu.line()}  (sends {dict(k.sends)}; receives {dict(k.receives)}; "
+        f"no answer {dict(k.failures) or 0})"
+    )
+    p50, p99 = percentile(k.latencies_ms, 0.5), percentile(k.latencies_ms, 0.99)
+    what = f"{WAITERS:,} long polls waiting, {k.sent:,} msgs at {RATE:g}/s spread over them"
+    bench.rows.append(
+        Row(
+            "(k)", what + ": receives refused", fmt(k.refused), "", "", "0", verdict(k.refused == 0)
+        )
+    )
+    bench.rows.append(Row("(k)", "send -> receive: p50", fmt(p50, 1), "ms"))
+    bench.rows.append(
+        Row("(k)", "send -> receive: p99", fmt(p99, 1), "ms", "", "< 100 ms", verdict(p99 < 100))
+    )
+    bench.rows.append(
+        Row("(k)", "server memory per waiting consumer (RSS)", fmt(k.rss_per_waiter_kb, 1), "KiB")
+    )
+    bench.rows.append(
+        Row("(k)", "server CPU while they only wait", fmt(k.idle_cpu.server, 1), "% of a core")
     )

@@ -249,6 +249,7 @@ def server_start(
     workers: int = GUNICORN_WORKERS,
     threads: int = GUNICORN_THREADS,
     app: str = "platform_site.asgi:application",
+    worker_class: str | None = None,
     **env_extra: str,
 ) -> Server:
     """The platform's server as deploy/serve starts it (gunicorn with deploy/gunicorn.conf.py),
@@ -270,12 +271,23 @@ def server_start(
         ACCOUNTS_RATE_LIMIT_IP="100000/m",
         ACCOUNTS_RATE_LIMIT_ACCOUNT="100000/m",
         JWT_ACCESS_TTL_SECONDS="86400",
+        # (k) reads how many long polls wait from the server's metrics.
+        MANAGEMENT_ENDPOINTS_EXPOSURE="health,info,prometheus",
         **env_extra,
     )
     log_path = workdir / "gunicorn.log"
     with log_path.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", app],
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "-c",
+                "deploy/gunicorn.conf.py",
+                *(["--worker-class", worker_class] if worker_class else []),
+                *(["--threads", str(threads)] if worker_class == "gthread" else []),
+                app,
+            ],
             cwd=ROOT,
             env=env,
             stdout=out,

@@ -240,7 +240,7 @@ def test_migrations_run_once_in_the_migrate_service(config: dict[str, Any]) -> N
 
 def test_app_services_run_the_right_commands(config: dict[str, Any]) -> None:
     services = config["services"]
-    assert services["backend"]["command"][:3] == ["gunicorn", "--config", "deploy/gunicorn.conf.py"]
+    assert services["backend"]["command"] == ["deploy/serve"]
     assert services["worker"]["command"][:4] == ["celery", "--app", "platform_site", "worker"]
     beat = services["beat"]
     assert beat["command"][:4] == ["celery", "--app", "platform_site", "beat"]

@@ -281,8 +281,8 @@ print(json.dumps({
     "debug": settings.DEBUG,
 }))
 """
-    # The server module may not be touched by importing settings (or the WSGI application).
-    guard = "import platform_site.embedded as e\ne.server_start = None\nimport platform_site.wsgi\n"
+    # The server module may not be touched by importing settings (or the ASGI application).
+    guard = "import platform_site.embedded as e\ne.server_start = None\nimport platform_site.asgi\n"
 
     result = run_settings(guard + code)
 

@@ -4,9 +4,12 @@ during a wait, and clients that never finish their requests."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 import socket
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -14,13 +17,17 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from exchange_client import ExchangeClient
 
 from tests.stack.conftest import Gunicorn, StackDatabase, wait_until
-from tests.stack.processes import running_gunicorn
+from tests.stack.processes import Nginx, running_gunicorn, running_nginx
 
 pytestmark = pytest.mark.stack
 
 POLLS = 200
+# The default deployment's promise: this many waiting at once on one 2-core machine, through nginx
+# with the compose configuration (docs/deployment.md, "The server").
+CAPACITY = 2000
 SLOW_CLIENTS = 40
 
 SERVER_ENV = {
@@ -44,25 +51,10 @@ class Signed:
 
 
 def adapters_signed_in(database: StackDatabase, prefix: str, count: int) -> list[Signed]:
-    """``count`` adapters of one owner, each with a session, made directly in the database (a
-    sign-in each would spend most of the test hashing passwords). The first is the sender."""
-    output = database.shell(
-        "import json\n"
-        "from accounts.devices import Device\n"
-        "from accounts.models import User\n"
-        "from accounts.services.sessions import session_start\n"
-        f"owner = User.objects.create_user(username='{prefix}-owner', email='{prefix}@example.com')\n"
-        "signed = []\n"
-        f"for n in range({count}):\n"
-        f"    adapter = User.objects.create(kind=User.Kind.ADAPTER, owner=owner,"
-        f" username=f'{prefix}-{{n}}', password='!')\n"
-        f"    device = Device(key=f'd:{prefix}-{{n}}', device_id=f'{prefix}-{{n}}',"
-        " user_agent='stack', ip='127.0.0.1')\n"
-        "    _, pair = session_start(user=adapter, device=device)\n"
-        "    signed.append([adapter.pk, pair.access_token, pair.refresh_token, device.device_id])\n"
-        "print(json.dumps(signed))\n"
-    )
-    return [Signed(*row) for row in json.loads(output.strip().splitlines()[-1])]
+    """``count`` adapters of one owner, each with a session (tests/stack/seeding.py); the first
+    is the sender."""
+    code = f"from tests.stack.seeding import *; adapters_with_sessions({prefix!r}, {count})"
+    return [Signed(*row) for row in json.loads(database.shell(code).strip().splitlines()[-1])]
 
 
 def scrape(server: Gunicorn, family: str, labels: str = "") -> float:
@@ -152,6 +144,60 @@ def test_hundreds_of_long_polls_wait_at_once_and_each_is_woken_by_its_message(
     assert waiting(server) == 0
 
 
+@pytest.fixture(scope="module")
+def nginx(server: Gunicorn, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nginx]:
+    workdir = tmp_path_factory.mktemp("nginx")
+    (workdir / "static").mkdir()
+    backend = httpx.URL(server.base_url)
+    with running_nginx(
+        workdir, backend=f"{backend.host}:{backend.port}", static_root=workdir / "static"
+    ) as proxy:
+        yield proxy
+
+
+async def long_poll_raw(base_url: str, consumer: Signed) -> int:
+    """One long poll on a connection of its own, HTTP/1.1 written out (httpx's pool took tens of
+    seconds to hand back 2,000 answers that nginx had sent within two): 200 once the answer
+    holds exactly the consumer's message, else the status (-1: another answer)."""
+    url = httpx.URL(base_url)
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    headers = "".join(f"{name}: {value}\r\n" for name, value in consumer.headers().items())
+    writer.write(
+        f"GET /api/exchange/messages?waitSeconds=20 HTTP/1.1\r\nHost: {url.host}\r\n"
+        f"{headers}Connection: close\r\n\r\n".encode()
+    )
+    answer = await reader.read()  # until the server closes: the whole answer
+    writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    if status != 200:
+        return status
+    payloads = [message["payload"] for message in json.loads(body)["messages"]]
+    return 200 if payloads == [consumer.adapter_id] else -1
+
+
+async def polls_through(base_url: str, consumers: list[Signed]) -> list[int]:
+    """Every consumer's long poll at once, from one event loop."""
+    return await asyncio.gather(*(long_poll_raw(base_url, consumer) for consumer in consumers))
+
+
+def test_two_thousand_long_polls_wait_at_once_through_nginx_and_none_is_refused(
+    server: Gunicorn, nginx: Nginx, stack_database: StackDatabase
+):
+    sender, *consumers = adapters_signed_in(stack_database, "capacity", CAPACITY + 1)
+    timed_out_before = timed_out(server)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        statuses = pool.submit(asyncio.run, polls_through(nginx.base_url, consumers))
+        wait_until(lambda: waiting(server) == CAPACITY, timeout=120, what="all polls waiting")
+        send(server, sender, consumers)
+        answered = statuses.result(timeout=120)
+
+    assert Counter(answered) == {200: CAPACITY}
+    assert timed_out(server) == timed_out_before
+    assert waiting(server) == 0
+
+
 def test_a_process_out_of_room_for_waiting_polls_answers_503_server_busy(
     small_server: Gunicorn, stack_database: StackDatabase
 ):
@@ -170,6 +216,38 @@ def test_a_process_out_of_room_for_waiting_polls_answers_503_server_busy(
     assert refused.json()["code"] == "SERVER_BUSY"
     assert at_once.status_code == 200  # a receive that does not wait is never refused
     assert answered == [200, 200]
+
+
+def test_the_adapters_client_retries_a_poll_refused_as_busy_and_receives(
+    small_server: Gunicorn, stack_database: StackDatabase, caplog: pytest.LogCaptureFixture
+):
+    sender, first, second, third = adapters_signed_in(stack_database, "retry", 4)
+    stack_database.shell(
+        "from accounts.models import User\n"
+        f"user = User.objects.get(pk={third.adapter_id})\n"
+        "user.set_password('a-long-and-unusual-passphrase')\n"
+        "user.save()\n"
+    )
+    caplog.set_level(logging.WARNING, logger="exchange_client")
+    client = ExchangeClient(
+        small_server.base_url, "retry-3", "a-long-and-unusual-passphrase", device_id="retry-3b"
+    )
+
+    with client, ThreadPoolExecutor(max_workers=3) as pool:
+        held = [pool.submit(poll, small_server, consumer) for consumer in (first, second)]
+        wait_until(lambda: waiting(small_server) == 2, timeout=30, what="two polls waiting")
+        receiving = pool.submit(client.receive, 1, 20)
+        wait_until(
+            lambda: any("503; retrying" in record.getMessage() for record in caplog.records),
+            timeout=30,
+            what="the client refused as busy, and retrying",
+        )
+        send(small_server, sender, [first, second, third])
+        received = receiving.result(timeout=60)
+        answers = [answer.result().status_code for answer in held]
+
+    assert [message.payload for message in received] == [third.adapter_id]
+    assert answers == [200, 200]
 
 
 def test_a_client_that_goes_away_mid_wait_frees_its_place(
@@ -219,19 +297,11 @@ def test_a_session_ended_during_a_wait_answers_401_when_the_wait_returns(
 
 
 def adapters_signed_in_again(database: StackDatabase, adapter: Signed) -> list[Signed]:
-    output = database.shell(
-        "import json\n"
-        "from accounts.devices import Device\n"
-        "from accounts.models import User\n"
-        "from accounts.services.sessions import session_start\n"
-        f"adapter = User.objects.get(pk={adapter.adapter_id})\n"
-        f"device = Device(key='d:{adapter.device}-2', device_id='{adapter.device}-2',"
-        " user_agent='stack', ip='127.0.0.1')\n"
-        "_, pair = session_start(user=adapter, device=device)\n"
-        "print(json.dumps([[adapter.pk, pair.access_token, pair.refresh_token,"
-        " device.device_id]]))\n"
+    code = (
+        f"from tests.stack.seeding import *; session_more({adapter.adapter_id}, "
+        f"{adapter.device + '-2'!r})"
     )
-    return [Signed(*row) for row in json.loads(output.strip().splitlines()[-1])]
+    return [Signed(*row) for row in json.loads(database.shell(code).strip().splitlines()[-1])]
 
 
 def half_a_request(address: tuple[str, int]) -> socket.socket:

@@ -1,0 +1,182 @@
+"""(k): thousands of adapters waiting in long polls at once, with messages spread over them.
+
+Each of WAITERS adapters (made with a session each, straight in the database: signing in 2,000
+times would mostly hash passwords) keeps one long poll open (``waitSeconds=20``), and after a
+message ACKs it and receives again in the same request, as a one-at-a-time consumer does. One
+process of this benchmark holds every connection (httpx on asyncio). The figures: the receives
+refused, send -> receive latency at ``RATE`` messages a second spread round robin over the
+adapters, the server's resident memory per waiting consumer, and its CPU while they only wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import httpx
+import psutil
+
+from bench.throughput.machine import CpuMeter, CpuShare
+from bench.throughput.report import log
+from bench.throughput.servers import Client, Server, manage
+
+WAITERS = 2000
+RATE = 200.0
+SENDERS = 8
+IDLE_SECONDS = 10.0
+
+WAITERS_CODE = """
+import json
+from accounts.devices import Device
+from accounts.models import User
+from accounts.services.sessions import session_start
+owner = User.objects.get(username="bench-owner")
+made = []
+for n in range({count}):
+    adapter, _ = User.objects.get_or_create(
+        username=f"bench-waiter-{{n}}",
+        defaults={{"kind": User.Kind.ADAPTER, "owner": owner, "password": "!"}},
+    )
+    device = Device(
+        key=f"d:waiter-{{n}}", device_id=f"waiter-{{n}}", user_agent="bench", ip="127.0.0.1"
+    )
+    _, pair = session_start(user=adapter, device=device)
+    made.append([adapter.pk, pair.access_token, device.device_id])
+print("BENCH " + json.dumps(made))
+"""
+
+
+@dataclass(frozen=True)
+class Waiter:
+    adapter_id: int
+    access: str
+    device: str
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.access}", "X-Device-ID": self.device}
+
+
+@dataclass
+class Waiting:
+    waiters: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+    receives: Counter[int] = field(default_factory=Counter)  # answers to receives, by status
+    failures: Counter[str] = field(default_factory=Counter)  # no answer at all, by error
+    sends: Counter[int] = field(default_factory=Counter)
+    sent: int = 0
+    rss_idle_mb: float = 0.0
+    rss_waiting_mb: float = 0.0
+    idle_cpu: CpuShare = field(default_factory=CpuShare)
+    load_cpu: CpuShare = field(default_factory=CpuShare)
+
+    @property
+    def refused(self) -> int:
+        return sum(count for status, count in self.receives.items() if status != 200) + sum(
+            self.failures.values()
+        )
+
+    @property
+    def rss_per_waiter_kb(self) -> float:
+        return 1024 * (self.rss_waiting_mb - self.rss_idle_mb) / max(self.waiters, 1)
+
+
+def waiters_create(database_url: str, count: int) -> list[Waiter]:
+    out = manage(database_url, "shell", "-c", WAITERS_CODE.format(count=count))
+    line = next(line for line in out.splitlines() if line.startswith("BENCH "))
+    return [Waiter(int(a), str(b), str(c)) for a, b, c in json.loads(line[6:])]
+
+
+def server_rss_mb(server: Server) -> float:
+    processes = [psutil.Process(server.process.pid), *server.workers()]
+    return sum(process.memory_info().rss for process in processes) / 2**20
+
+
+async def waiting_now(http: httpx.AsyncClient) -> float:
+    text = (await http.get("/actuator/prometheus")).text
+    match = re.search(r"^platform_http_requests_waiting (\S+)$", text, re.M)
+    return float(match.group(1)) if match else -1.0
+
+
+async def waiting_run(
+    server: Server, sender: Client, waiters: list[Waiter], seconds: float
+) -> Waiting:
+    result = Waiting(waiters=len(waiters), rss_idle_mb=server_rss_mb(server))
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    timeout = httpx.Timeout(60.0)
+    async with httpx.AsyncClient(base_url=server.base_url, limits=limits, timeout=timeout) as http:
+
+        async def consume(waiter: Waiter) -> None:
+            headers = waiter.headers()
+            poll = "/api/exchange/messages?waitSeconds=20"
+            request = http.build_request("GET", poll, headers=headers)
+            while True:
+                try:
+                    response = await http.send(request)
+                except httpx.HTTPError as error:
+                    result.failures[type(error).__name__] += 1
+                    await asyncio.sleep(1)
+                    request = http.build_request("GET", poll, headers=headers)
+                    continue
+                arrived = time.time()
+                result.receives[response.status_code] += 1
+                messages = response.json().get("messages", []) if response.is_success else []
+                for message in messages:
+                    result.latencies_ms.append(1000 * (arrived - message["payload"]["sentAt"]))
+                if messages:
+                    ack = {
+                        "messageIds": [message["messageId"] for message in messages],
+                        "receive": {"waitSeconds": 20},
+                    }
+                    request = http.build_request(
+                        "POST", "/api/exchange/messages/ack", json=ack, headers=headers
+                    )
+                else:
+                    if not response.is_success:
+                        await asyncio.sleep(1)
+                    request = http.build_request("GET", poll, headers=headers)
+
+        async def send(first: int, deadline: float) -> None:
+            interval = SENDERS / RATE
+            next_at = time.monotonic()
+            number = first
+            while time.monotonic() < deadline:
+                target = waiters[number % len(waiters)].adapter_id
+                body = {"to": target, "type": "bench", "payload": {"sentAt": time.time()}}
+                response = await http.post(
+                    "/api/exchange/messages", json=body, headers=sender.headers()
+                )
+                result.sends[response.status_code] += 1
+                result.sent += 1
+                number += SENDERS
+                next_at += interval
+                await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+
+        tasks = [asyncio.create_task(consume(waiter)) for waiter in waiters]
+        started = time.monotonic()
+        while await waiting_now(http) < len(waiters):
+            if time.monotonic() - started > 120:
+                log(f"(k) only {await waiting_now(http):.0f} of {len(waiters)} waiting after 120 s")
+                break
+            await asyncio.sleep(0.5)
+        log(f"(k) {len(waiters)} long polls waiting after {time.monotonic() - started:.1f} s")
+        result.rss_waiting_mb = server_rss_mb(server)
+
+        meter = CpuMeter(server)
+        cpu_before = time.process_time()
+        await asyncio.sleep(IDLE_SECONDS)
+        result.idle_cpu = meter.read(client_cpu=time.process_time() - cpu_before)
+
+        meter = CpuMeter(server)
+        cpu_before = time.process_time()
+        deadline = time.monotonic() + seconds
+        await asyncio.gather(*(send(n, deadline) for n in range(SENDERS)))
+        await asyncio.sleep(2)  # the last messages' deliveries
+        result.load_cpu = meter.read(client_cpu=time.process_time() - cpu_before)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return result
