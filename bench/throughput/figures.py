@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bench.throughput.latency import (
@@ -328,13 +328,14 @@ def waiting_many(bench: Bench) -> None:
         f"(k)      {k.load_cpu.line()}  (sends {dict(k.sends)}; receives {dict(k.receives)}; "
         f"no answer {dict(k.failures) or 0})"
     )
+    shares = (0.5, 0.9, 0.95, 0.99, 0.999, 1.0)
+    for name, values in (("send -> receive", k.latencies_ms), ("the send call", k.send_ms)):
+        figures = " ".join(f"{percentile(values, share):.1f}" for share in shares)
+        log(f"(k) {name}, ms at p50 p90 p95 p99 p99.9 max: {figures}")
     p50, p99 = percentile(k.latencies_ms, 0.5), percentile(k.latencies_ms, 0.99)
     what = f"{WAITERS:,} long polls waiting, {k.sent:,} msgs at {RATE:g}/s spread over them"
-    bench.rows.append(
-        Row(
-            "(k)", what + ": receives refused", fmt(k.refused), "", "", "0", verdict(k.refused == 0)
-        )
-    )
+    refused = Row("(k)", what + ": refused", fmt(k.refused), "receives", "", "0")
+    bench.rows.append(replace(refused, verdict=verdict(k.refused == 0)))
     bench.rows.append(Row("(k)", "send -> receive: p50", fmt(p50, 1), "ms"))
     bench.rows.append(
         Row("(k)", "send -> receive: p99", fmt(p99, 1), "ms", "", "< 100 ms", verdict(p99 < 100))

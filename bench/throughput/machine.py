@@ -119,7 +119,7 @@ class CpuShare:
             - self.rabbitmq,
         )
         return (
-            f"client {self.client:5.0f}%  gunicorn {self.server:5.0f}%  "
+            f"client {self.client:5.0f}%  server {self.server:5.0f}%  "
             f"postgres {self.postgres:5.0f}%  redis {self.redis:4.0f}%  other {other:4.0f}%  "
             f"machine {self.machine:5.0f}% of {100 * (os.cpu_count() or 1)}%"
         ) + (f"  [connections per worker {self.split}]" if self.split else "")

@@ -88,7 +88,8 @@ def report(setting: Setting, rows: list[Row], notes: list[str], profiles: list[s
         f"{setting.database_name}, "
         f"synchronous_commit={facts['synchronous_commit']}, fsync={facts['fsync']}, "
         f"shared_buffers={facts['shared_buffers']}, max_wal_size={facts['max_wal_size']}",
-        f"server: gunicorn gthread {setting.workers} workers x {setting.threads} threads, "
+        f"server: deploy/serve, {setting.workers} processes (event loops) x {setting.threads} "
+        "threads for Django, "
         f"Django pool max {setting.pool_max} per worker; Redis: " + setting.redis,
         f"load: {setting.clients} clients; {setting.duration:g} s measured per throughput figure, "
         "the figures of each ratio in turns (a warm-up of 1 s before each turn)"
