@@ -499,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"database: PostgreSQL {facts['version']} ({where}), database {BENCH_DATABASE}; "
-        f"server: one gunicorn gthread {GUNICORN_WORKERS} workers x {GUNICORN_THREADS} threads; "
+        f"server: deploy/serve, {GUNICORN_WORKERS} processes x {GUNICORN_THREADS} threads; "
         f"Redis: {redis}"
     )
     print(

@@ -18,7 +18,6 @@ import contextlib
 import cProfile
 import io
 import json
-import logging
 import os
 import pstats
 import sys
@@ -54,7 +53,7 @@ STEPS = [
     ("ORM: model instances from rows", "django/db/models/base.py", "from_db"),
     ("database calls (psycopg execute)", "psycopg/cursor.py", "execute"),
     ("receive service (claim SQL + rows)", "exchange/services/messages.py", "messages_receive"),
-    ("  long-poll listener bookkeeping", "exchange/wakeups.py", "expect"),
+    ("  a long poll's ticket (before the claim)", "exchange/wakeups.py", "ticket"),
     ("ACK service (SQL)", "exchange/services/messages.py", "messages_ack"),
     (
         "ACK + receive service (one round trip)",
@@ -284,8 +283,6 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep_db:
             from django.db import connections
 
-            # The long-poll listener's connection dies with the database: not worth a warning.
-            logging.getLogger("exchange.wakeups").setLevel(logging.ERROR)
             connections.close_all()
             database_drop(database_url, DATABASE)
         stack.close()

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"database: PostgreSQL {version} (the bench's own, embedded), database {DATABASE}; "
-        f"server: one gunicorn gthread {GUNICORN_WORKERS} workers x {GUNICORN_THREADS} threads, "
+        f"server: deploy/serve, {GUNICORN_WORKERS} processes x {GUNICORN_THREADS} threads, "
         f"Django pool max {os.environ.get('DATABASE_POOL_MAX_SIZE', '4')} per worker; "
         f"Redis: {redis}"
     )
