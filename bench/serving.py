@@ -24,6 +24,7 @@ import sys
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any, ClassVar
 
 from bench.throughput.load import Plan, plan_of, wrk_run, wrk_script
 from bench.throughput.report import log
@@ -36,10 +37,18 @@ from bench.throughput.servers import (
     server_start,
     sign_in,
 )
+from platform_site.worker import Worker
+
+
+class DjangoAsgiWorker(Worker):
+    """The platform's worker, without the lifespan protocol, which Django's handler refuses."""
+
+    CONFIG_KWARGS: ClassVar[dict[str, Any]] = {**Worker.CONFIG_KWARGS, "lifespan": "off"}
+
 
 STACKS = {
     "gthread": ("django.core.wsgi:get_wsgi_application()", "gthread"),
-    "django-asgi": ("django.core.asgi:get_asgi_application()", "platform_site.worker.Worker"),
+    "django-asgi": ("django.core.asgi:get_asgi_application()", "bench.serving.DjangoAsgiWorker"),
     "platform": ("platform_site.asgi:application", "platform_site.worker.Worker"),
 }
 DATABASE = "exchange_bench_serving"

@@ -29,6 +29,7 @@ from rest_framework.response import Response
 from accounts.devices import client_ip
 from accounts.identifiers import identifier_key
 from platform_site.errors import RateLimited
+from platform_site.server import kept
 
 
 @dataclass(frozen=True)
@@ -250,11 +251,20 @@ class RateLimitedApiMixin:
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        # A deferred request (a long poll: platform_site.server) is counted by its first pass;
+        # the later ones answer with that pass's usage.
+        passes = kept(request)
+        if passes is not None and "rate_limit_usage" in passes:
+            request.rate_limit_usage = passes["rate_limit_usage"]  # type: ignore[attr-defined]
+            return
         # Authentication may have counted already, in the Redis round trip of its session check.
         usages = getattr(request.auth, "counted", None)
         if usages is None:
             usages = rate_limit_count(request._request, self.rate_limits(request))
-        request.rate_limit_usage = rate_limit_enforce(usages)  # type: ignore[attr-defined]
+        usage = rate_limit_enforce(usages)
+        request.rate_limit_usage = usage  # type: ignore[attr-defined]
+        if passes is not None:
+            passes["rate_limit_usage"] = usage
 
     def finalize_response(
         self, request: Request, response: Response, *args: Any, **kwargs: Any

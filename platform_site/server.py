@@ -70,6 +70,8 @@ class Pass:
     until: float | None = None  # the first deferral's deadline, which later passes keep
     state: Any = None
     holding: bool = False
+    # What a pass keeps for the later ones (the rate-limit usage the first counted).
+    kept: dict[str, Any] = field(default_factory=dict)
     # The first pass's request id and start, so that a deferred request is logged once, whole.
     request_id: str | None = None
     started: float | None = None
@@ -111,6 +113,12 @@ def resumed(request: HttpRequest | Request | None) -> tuple[bool, Any]:
     if current is None or current.number == 1:
         return False, None
     return True, current.state
+
+
+def kept(request: HttpRequest | Request) -> dict[str, Any] | None:
+    """What this request's passes keep for the later ones (None outside this server)."""
+    current: Pass | None = request.META.get(PASS_KEY)
+    return current.kept if current is not None else None
 
 
 def arrived_at(request: HttpRequest | Request) -> datetime | None:

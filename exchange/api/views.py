@@ -147,15 +147,13 @@ class ExchangeApi(RateLimitedApiMixin, APIView):
     def get_authenticators(self) -> list[BaseAuthentication]:
         # With Redis, the count and the session check share one round trip (accounts.liveness).
         # A deferred long poll's later passes check the session again and count nothing: its
-        # first pass counted the request.
+        # first pass counted the request (RateLimitedApiMixin keeps that pass's usage).
         counters = None if resumed(self.request)[0] else self.counters
         return [AccessTokenAuthentication(counters=counters)]
 
     counters = staticmethod(exchange_limits)
 
     def rate_limits(self, request: Request) -> list[Limit]:
-        if resumed(request)[0]:
-            return []
         return exchange_limits(cast(AuthenticatedRequest, request).user.pk)
 
 

@@ -103,3 +103,21 @@ def test_a_deferred_long_poll_is_one_request_in_the_log_with_one_id(
         ("GET /api/exchange/messages 200", 200)
     ]
     client.close()
+
+
+def test_a_deferred_long_poll_is_counted_once_and_answers_with_its_usage(
+    live_server: LiveServer, adapter: User
+):
+    """However often it is woken, a long poll is one request against EXCHANGE_RATE_LIMIT, and its
+    answer carries the usage its first pass counted."""
+    client = LiveClient(live_server, device_id="erp-1")
+    client.sign_in(adapter.username)
+
+    waited = client.call("get", "/api/exchange/messages?waitSeconds=1")
+    after = client.call("get", "/api/exchange/messages")
+
+    assert waited.status_code == after.status_code == 200
+    assert waited.headers["X-Rate-Limit-Limit"] == after.headers["X-Rate-Limit-Limit"]
+    remaining = int(waited.headers["X-Rate-Limit-Remaining"])
+    assert int(after.headers["X-Rate-Limit-Remaining"]) == remaining - 1
+    client.close()
