@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-import json
 import uuid
-from collections.abc import Sequence
 from typing import Any, cast
 
-from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.authentication import BaseAuthentication
@@ -17,6 +13,7 @@ from rest_framework.views import APIView
 
 from accounts.authentication import AccessTokenAuthentication, AuthenticatedRequest
 from accounts.permissions import IsAdapter
+from exchange.api.responses import acked_results, deliveries_response, json_response, long_poll
 from exchange.api.serializers import (
     IDEMPOTENCY_KEY,
     AckInput,
@@ -47,7 +44,6 @@ from exchange.errors import (
 )
 from exchange.selectors import queue_stats
 from exchange.services.messages import (
-    Delivery,
     Outgoing,
     Receipt,
     Sent,
@@ -60,7 +56,7 @@ from exchange.services.messages import (
     messages_send,
     receipt_parse,
 )
-from exchange.wakeups import Ticket, wakeups
+from exchange.wakeups import wakeups
 from platform_site.errors import (
     ApplicationError,
     RateLimited,
@@ -76,7 +72,7 @@ from platform_site.ratelimits import (
     exchange_limits,
     rate_limit_count_more,
 )
-from platform_site.server import defer, resumed
+from platform_site.server import resumed
 from platform_site.timestamps import rfc3339
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
@@ -86,53 +82,6 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
     description="1..255 printable ASCII characters. A replay with the same body answers 200 with "
     "the first messageId and duplicate: true; with another body, 409 IDEMPOTENCY_KEY_REUSED.",
 )
-
-
-def _results(acked: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
-    return [{"messageId": message_id, "status": status} for message_id, status in acked]
-
-
-def deliveries_response(deliveries: list[Delivery], **before: Any) -> HttpResponse:
-    """A JSON object of the members ``before`` (an ACK's results) and then ``messages``. Each
-    delivery is already its JSON, rendered by PostgreSQL (exchange/queries.py)."""
-    opening = _json(before)[:-1] + ("," if before else "")
-    body = opening + '"messages":[' + ",".join(delivery.json for delivery in deliveries) + "]}"
-    response = HttpResponse(body, content_type="application/json")
-    response["Cache-Control"] = "no-store"
-    return response
-
-
-def long_poll(
-    request: AuthenticatedRequest,
-    answer: HttpResponse,
-    deliveries: list[Delivery],
-    ticket: Ticket,
-    options: dict[str, Any],
-    state: Any = None,
-) -> HttpResponse:
-    """``answer`` now if it has messages or the receive does not wait, else once a send may
-    have brought one (the server looks again: platform_site.server) or ``waitSeconds`` are up."""
-    if deliveries or not options["waitSeconds"]:
-        return answer
-    return defer(
-        request,
-        answer,
-        seconds=options["waitSeconds"],
-        wake=functools.partial(wakeups.arrival, ticket),
-        limit=settings.EXCHANGE_LONG_POLL_MAX_WAITING,
-        state=state,
-    )
-
-
-def json_response(data: Any, status: int = 200) -> HttpResponse:
-    """The exchange's answers are plain JSON (strings, numbers, lists): written out directly,
-    as DRF's JSONRenderer would write them, without a Response to render per request. DRF's
-    negotiation has already refused any Accept header that JSON does not satisfy."""
-    return HttpResponse(_json(data), content_type="application/json", status=status)
-
-
-def _json(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 @answers(RateLimited)
@@ -296,7 +245,7 @@ class MessagesAckApi(ExchangeApi):
         adapter, device_key = request.user, request.auth.device.key
         if receive is None:
             acked = messages_ack(adapter=adapter, device_key=device_key, message_ids=message_ids)
-            return json_response({"results": _results(acked)})
+            return json_response({"results": acked_results(acked)})
         ticket = wakeups.ticket(adapter.pk)
         resuming, acked = resumed(request)
         if resuming:  # the first pass acknowledged, and found nothing to receive
@@ -314,7 +263,7 @@ class MessagesAckApi(ExchangeApi):
                 max_messages=receive["max"],
                 lease_seconds=receive["leaseSeconds"],
             )
-        answer = deliveries_response(deliveries, results=_results(acked))
+        answer = deliveries_response(deliveries, results=acked_results(acked))
         return long_poll(request, answer, deliveries, ticket, receive, state=acked)
 
 
