@@ -12,6 +12,10 @@ event loop (until the deadline, or until the client goes away) and then hands th
 Django again: authentication, limits and the view run anew (a session revoked meanwhile answers
 401), and ``resumed()`` gives the view what it left for itself. A pass that answers without
 deferring, or that fails, is the answer.
+
+A view may also answer with a StreamingHttpResponse over an async iterator (a push stream): its
+thread and database connection go back at once, and the server sends each chunk on the loop as the
+iterator yields it, until it ends or the client goes away, which closes the iterator at once.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
-from django.http import HttpRequest, HttpResponse
+from django.db import close_old_connections
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from prometheus_client import Gauge
 from rest_framework.request import Request
@@ -152,6 +157,8 @@ class _Answer:
     status: int
     headers: list[tuple[bytes, bytes]]
     body: list[bytes] = field(default_factory=list)
+    # A response whose content is an async iterator (a push stream): sent as it comes, on the loop.
+    stream: StreamingHttpResponse | None = None
 
 
 class Server:
@@ -220,11 +227,40 @@ class Server:
         await send(
             {"type": "http.response.start", "status": answer.status, "headers": answer.headers}
         )
+        if answer.stream is not None:
+            await self._stream(answer.stream, receive, send)
+            return
         if scope["method"] == "HEAD":
             answer.body = []
         for chunk in answer.body[:-1]:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": answer.body[-1] if answer.body else b""})
+
+    async def _stream(self, response: StreamingHttpResponse, receive: Any, send: Any) -> None:
+        """An async streaming response's chunks as its iterator yields them, until it ends or the
+        client goes away (then the iterator is closed: its ``finally`` runs at once)."""
+        chunks = aiter(response.streaming_content)  # type: ignore[arg-type]
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            while True:
+                following = asyncio.ensure_future(anext(chunks))
+                await asyncio.wait({following, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if not following.done():
+                    following.cancel()
+                    return
+                try:
+                    chunk = following.result()
+                except StopAsyncIteration:
+                    await send({"type": "http.response.body", "body": b""})
+                    return
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        finally:
+            gone.cancel()
+            closing = getattr(chunks, "aclose", None)
+            if closing is not None:
+                await closing()
+            # request_finished, in a thread as every other request's.
+            await asyncio.get_running_loop().run_in_executor(self.executor, response.close)
 
     def _pass(self, environ: dict[str, Any]) -> _Answer | Deferral:
         """One pass through Django, in a thread: the answer, or the view's deferral."""
@@ -235,8 +271,17 @@ class Server:
             started[:] = [status, headers]
 
         response = self.handler(environ, start_response)
+        status = int(started[0].split(" ", 1)[0])
+        headers = [
+            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in started[1]
+        ]
+        if isinstance(response, StreamingHttpResponse) and response.is_async:
+            # Its iterator runs on the event loop (_stream); this thread's database connection
+            # goes back to the pool now, not when the stream ends.
+            current.deferral = None
+            close_old_connections()
+            return _Answer(status=status, headers=headers, stream=response)
         try:
-            status = int(started[0].split(" ", 1)[0])
             if current.deferral is not None and status < 300:
                 return current.deferral
             current.deferral = None
@@ -246,9 +291,6 @@ class Server:
             close = getattr(response, "close", None)
             if close is not None:
                 close()  # request_finished: the database connection goes back to the pool
-        headers = [
-            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in started[1]
-        ]
         return _Answer(status=status, headers=headers, body=body)
 
 

@@ -22,11 +22,11 @@ class LiveServer:
     """pytest-django's LiveServer, served by the platform's ASGI application: ``url``, ``+``,
     and the settings pytest-django's helper enables around each test."""
 
-    def __init__(self, host: str = "localhost") -> None:
+    def __init__(self, host: str = "localhost", app: Server | None = None) -> None:
         self.port = free_port()
         # Static files as runserver serves them (DEBUG is off in the tests; nginx serves them in
         # production): the browser tests load the stylesheet and scripts.
-        self.app: Server = serve(threads=8, static=True)
+        self.app: Server = app or serve(threads=8, static=True)
         config = uvicorn.Config(
             self.app,
             host="127.0.0.1",

@@ -4,15 +4,20 @@ as one request."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
-from collections.abc import Iterator
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
 from django.conf import settings
+from django.http import StreamingHttpResponse
 
 from accounts.models import User
+from platform_site.server import Server
 from tests.live import LiveClient, LiveServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -121,3 +126,53 @@ def test_a_deferred_long_poll_is_counted_once_and_answers_with_its_usage(
     remaining = int(waited.headers["X-Rate-Limit-Remaining"])
     assert int(after.headers["X-Rate-Limit-Remaining"]) == remaining - 1
     client.close()
+
+
+def streaming(content: Callable[[], AsyncIterator[bytes]]) -> Callable[..., Any]:
+    """A WSGI handler that answers every request with ``content()`` as an async stream."""
+
+    def handler(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        response = StreamingHttpResponse(content(), content_type="text/plain")
+        start_response("200 OK", list(response.items()))
+        return response
+
+    return handler
+
+
+def test_an_async_stream_is_sent_as_its_iterator_yields_it():
+    async def content() -> AsyncIterator[bytes]:
+        for word in (b"one\n", b"two\n", b"three\n"):
+            yield word
+
+    server = LiveServer(app=Server(streaming(content), threads=2))
+    try:
+        with httpx.stream("GET", f"http://127.0.0.1:{server.port}/") as answer:
+            lines = list(answer.iter_lines())
+    finally:
+        server.stop()
+
+    assert (answer.status_code, lines) == (200, ["one", "two", "three"])
+
+
+def test_a_client_that_goes_away_ends_its_stream_at_once():
+    sent, closed = threading.Event(), threading.Event()
+
+    async def content() -> AsyncIterator[bytes]:
+        try:
+            yield b"first\n"
+            sent.set()
+            await asyncio.Event().wait()  # nothing more, ever: only the client can end it
+        finally:
+            closed.set()
+
+    server = LiveServer(app=Server(streaming(content), threads=2))
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+            connection.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert b"first" in connection.recv(4096)
+            assert sent.wait(10)
+        ended = closed.wait(10)
+    finally:
+        server.stop()
+
+    assert ended
