@@ -15,9 +15,9 @@ from accounts.models import Session, User
 from accounts.selectors import session_authenticate
 from accounts.services.sessions import session_touch
 from accounts.services.tokens import Claims, access_token_decode
+from platform_site.deferral import arrived_at
 from platform_site.errors import TokenMalformed
 from platform_site.ratelimits import Limit, Usage
-from platform_site.server import arrived_at
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from pythonjsonlogger.json import JsonFormatter
 
 from health import metrics
-from platform_site.server import PASS_KEY, Pass
+from platform_site.deferral import PASS_KEY, Pass
 
 logger = logging.getLogger("platform.request")
 

@@ -28,8 +28,8 @@ from rest_framework.response import Response
 
 from accounts.devices import client_ip
 from accounts.identifiers import identifier_key
+from platform_site.deferral import kept
 from platform_site.errors import RateLimited
-from platform_site.server import kept
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,12 @@ handler, the same code path and middleware as under a threaded WSGI server, one 
 request (docs/deployment.md, "The server", has the measurements behind this choice).
 
 A view that has nothing to answer yet and may wait for it (a long poll that found no message)
-calls ``defer()``: the answer it returns is only what it would answer if the wait were over. The
-server drops it, frees the thread and the database connection, awaits the view's ``wake`` on the
-event loop (until the deadline, or until the client goes away) and then hands the same request to
-Django again: authentication, limits and the view run anew (a session revoked meanwhile answers
-401), and ``resumed()`` gives the view what it left for itself. A pass that answers without
-deferring, or that fails, is the answer.
+calls ``defer()`` (platform_site/deferral.py): the answer it returns is only what it would
+answer if the wait were over. The server drops it, frees the thread and the database
+connection, awaits the view's ``wake`` on the event loop (until the deadline, or until the client
+goes away) and then hands the same request to Django again: authentication, limits and the view
+run anew (a session revoked meanwhile answers 401), and ``resumed()`` gives the view what it left
+for itself. A pass that answers without deferring, or that fails, is the answer.
 
 A view may also answer with a StreamingHttpResponse over an async iterator (a push stream): its
 thread and database connection go back at once, and the server sends each chunk on the loop as the
@@ -25,131 +25,20 @@ import gc
 import io
 import logging
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.utils import timezone
-from prometheus_client import Gauge
-from rest_framework.request import Request
+from django.http import StreamingHttpResponse
 
-from platform_site.errors import ServerBusy
+from platform_site.deferral import PASS_KEY, Deferral, Pass, Waiting
 
 logger = logging.getLogger(__name__)
-
-# The request's Pass in the WSGI environ (request.META); only this server puts one there.
-PASS_KEY = "platform.pass"  # noqa: S105 (a key, not a password)
-
-waiting_requests = Gauge(
-    "platform_http_requests_waiting",
-    "Requests the server holds on its event loop until they can be answered (long polls)",
-    multiprocess_mode="livesum",
-)
-
-Wake = Callable[[float], Awaitable[object]]
-
-
-@dataclass
-class Deferral:
-    wake: Wake  # awaited with the seconds left; returns when the answer may have changed
-    until: float  # time.monotonic() at which the last pass answers whatever it has
-    state: Any
-
-
-@dataclass
-class Pass:
-    """One request's passes through Django, as the views and middleware see it."""
-
-    server: Server
-    arrived: datetime = field(default_factory=timezone.now)
-    number: int = 0
-    deferral: Deferral | None = None  # set by this pass's view when it defers
-    until: float | None = None  # the first deferral's deadline, which later passes keep
-    state: Any = None
-    holding: bool = False
-    # What a pass keeps for the later ones (the rate-limit usage the first counted).
-    kept: dict[str, Any] = field(default_factory=dict)
-    # The first pass's request id and start, so that a deferred request is logged once, whole.
-    request_id: str | None = None
-    started: float | None = None
-
-
-def defer(
-    request: HttpRequest,
-    answer: HttpResponse,
-    *,
-    seconds: float,
-    wake: Wake,
-    limit: int,
-    state: Any = None,
-) -> HttpResponse:
-    """``answer`` now, or after waiting up to ``seconds`` from the first pass for ``wake``.
-
-    ``limit`` is how many requests this process may hold waiting at once; beyond it, ServerBusy
-    (503). Under a server that cannot wait (Django's test client) ``answer`` is the answer.
-    """
-    current: Pass | None = request.META.get(PASS_KEY)
-    if current is None:
-        return answer
-    if current.until is None:
-        current.until = time.monotonic() + seconds
-    until = current.until
-    if until <= time.monotonic():
-        return answer
-    if not current.holding:
-        current.server.waiting.take(limit)
-        current.holding = True
-    current.deferral = Deferral(wake=wake, until=until, state=state)
-    return answer
-
-
-def resumed(request: HttpRequest | Request | None) -> tuple[bool, Any]:
-    """Whether this pass resumes a deferred request, and the state its last pass left (a view
-    outside a request, as drf-spectacular builds one, resumes nothing)."""
-    current: Pass | None = request.META.get(PASS_KEY) if request is not None else None
-    if current is None or current.number == 1:
-        return False, None
-    return True, current.state
-
-
-def kept(request: HttpRequest | Request) -> dict[str, Any] | None:
-    """What this request's passes keep for the later ones (None outside this server)."""
-    current: Pass | None = request.META.get(PASS_KEY)
-    return current.kept if current is not None else None
-
-
-def arrived_at(request: HttpRequest | Request) -> datetime | None:
-    """When a resumed request arrived (None on a first pass: now)."""
-    current: Pass | None = request.META.get(PASS_KEY)
-    return current.arrived if current is not None and current.number > 1 else None
-
-
-class Waiting:
-    """The requests this process holds waiting, bounded by each deferral's ``limit``."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.count = 0
-
-    def take(self, limit: int) -> None:
-        with self._lock:
-            if self.count >= limit:
-                raise ServerBusy()
-            self.count += 1
-        waiting_requests.inc()
-
-    def give_back(self) -> None:
-        with self._lock:
-            self.count -= 1
-        waiting_requests.dec()
 
 
 @dataclass
@@ -202,7 +91,7 @@ class Server:
         if body is None:
             return  # the client went away before its body was complete
         loop = asyncio.get_running_loop()
-        current = Pass(server=self)
+        current = Pass(waiting=self.waiting)
         gone: asyncio.Future[Any] | None = None
         try:
             while True:

@@ -5,7 +5,6 @@ that wait on the event loop, browsers), and a JSON client for it."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import httpx
@@ -15,7 +14,20 @@ from django.test.utils import modify_settings
 from platform_site.asgi import serve
 from platform_site.embedded import free_port
 from platform_site.server import Server
+from platform_site.worker import Worker
 from tests.factories import DEFAULT_PASSWORD
+
+
+class _Started(uvicorn.Server):
+    """uvicorn's server, telling another thread when it listens and its lifespan has started."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
 
 
 class LiveServer:
@@ -27,25 +39,17 @@ class LiveServer:
         # Static files as runserver serves them (DEBUG is off in the tests; nginx serves them in
         # production): the browser tests load the stylesheet and scripts.
         self.app: Server = app or serve(threads=8, static=True)
+        # The production worker's settings (uvloop, httptools, lifespan, no proxy headers).
         config = uvicorn.Config(
-            self.app,
-            host="127.0.0.1",
-            port=self.port,
-            lifespan="on",
-            log_config=None,
-            proxy_headers=False,
-            server_header=False,
+            self.app, host="127.0.0.1", port=self.port, log_config=None, **Worker.CONFIG_KWARGS
         )
-        self.server = uvicorn.Server(config)
+        self.server = _Started(config)
         self.thread = threading.Thread(target=self.server.run, name="live-server", daemon=True)
         self.host = host
         self._live_server_modified_settings = modify_settings(ALLOWED_HOSTS={"append": host})
         self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the live server did not start")
-            time.sleep(0.01)
+        if not self.server.ready.wait(30):
+            raise RuntimeError("the live server did not start")
 
     @property
     def url(self) -> str:

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 
 from exchange.services.messages import Delivery
 from exchange.wakeups import Ticket, wakeups
-from platform_site.server import defer
+from platform_site.deferral import defer
 
 
 def acked_results(acked: Sequence[tuple[str, str]]) -> list[dict[str, str]]:

@@ -57,6 +57,7 @@ from exchange.services.messages import (
     receipt_parse,
 )
 from exchange.wakeups import wakeups
+from platform_site.deferral import resumed
 from platform_site.errors import (
     ApplicationError,
     RateLimited,
@@ -72,7 +73,6 @@ from platform_site.ratelimits import (
     exchange_limits,
     rate_limit_count_more,
 )
-from platform_site.server import resumed
 from platform_site.timestamps import rfc3339
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
