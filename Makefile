@@ -22,16 +22,14 @@ run: export MANAGEMENT_ENDPOINTS_EXPOSURE ?= health,info,metrics,prometheus
 # restart.
 #
 # The server is the production one's kind (platform_site/server.py: an event loop in front of
-# Django, long polls waiting on it), as one uvicorn process that restarts when a file changes.
+# Django, long polls and streams waiting on it), as one uvicorn process that restarts when a file
+# changes (platform_site/develop.py).
 run: install
 	$(BIN)/python -m platform_site.embedded check-port --host $(HOST) --port $(PORT)
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py seed_demo --base-url http://$(HOST):$(PORT)
 	DATABASE_URL="$${DATABASE_URL:-$$($(BIN)/python -m platform_site.embedded url)}" \
-	  $(BIN)/python -m uvicorn platform_site.asgi:application --host $(HOST) --port $(PORT) \
-	  --reload --reload-dir accounts --reload-dir exchange --reload-dir health \
-	  --reload-dir platform_site --reload-dir templates --reload-include '*.html' \
-	  --lifespan on --no-proxy-headers --no-server-header --no-access-log
+	  $(BIN)/python -m platform_site.develop --host $(HOST) --port $(PORT)
 
 # The production server (deploy/serve: gunicorn's processes, each an event loop in front of
 # Django), DEBUG off, on HOST:PORT over the embedded PostgreSQL unless DATABASE_URL is set. Static

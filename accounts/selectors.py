@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -70,6 +71,15 @@ def session_authenticate(
     if refusal is not None:
         raise refusal
     return session, usages
+
+
+def sessions_ended(session_ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of ``session_ids`` that may serve no request any more (revoked, their user disabled,
+    or past their absolute end: session_refusal's liveness), in one query."""
+    if not session_ids:
+        return set()
+    live = Session.objects.filter(live_sessions(timezone.now()), pk__in=list(session_ids))
+    return set(session_ids) - set(live.values_list("pk", flat=True))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The exchange domain's errors, each with a stable code."""
 
-from platform_site.errors import ApplicationError, RateLimited, ServiceUnavailable
+from platform_site.errors import ApplicationError, RateLimited, ServerBusy, ServiceUnavailable
 
 
 class SendNotAllowed(ApplicationError):
@@ -55,3 +55,21 @@ class RouteNotAllowed(ApplicationError):
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail, extra={"errors": {"senderAdapterId": [detail]}})
+
+
+class StreamOpen(ApplicationError):
+    """A receive from a device whose push stream is open: the stream delivers its messages."""
+
+    status = 409
+    code = "STREAM_OPEN"
+    default_detail = (
+        "This X-Device-ID has a message stream open, which delivers its messages: receive on "
+        "the stream, or close it first."
+    )
+
+
+class StreamsBusy(ServerBusy):
+    """This server process holds EXCHANGE_STREAM_MAX_CONNECTIONS streams (or holds none at all:
+    a server without an event loop)."""
+
+    default_detail = "This server is out of room for streams; retry shortly."

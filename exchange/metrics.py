@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 from django.db import DatabaseError
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -75,3 +75,23 @@ class QueueCollector(Collector):
                 self._cached = (time.monotonic(), _families(totals))
             families = self._cached[1]
         yield from families
+
+
+# Push streams (exchange/streams.py).
+STREAM_END_CODES = ("REPLACED", "TOKEN_EXPIRED", "TOKEN_REVOKED", "SHUTDOWN", "CLIENT_GONE")
+streams_open = Gauge(
+    "platform_exchange_streams_open",
+    "Push streams open in the server processes (at EXCHANGE_STREAM_MAX_CONNECTIONS a process "
+    "answers 503 SERVER_BUSY)",
+    multiprocess_mode="livesum",
+)
+stream_ends = Counter(
+    "platform_exchange_stream_ends",
+    "Push streams ended, by why: the end event's code, or CLIENT_GONE when the client went away",
+    ["code"],
+)
+for _code in STREAM_END_CODES:
+    stream_ends.labels(_code)
+streamed = Counter(
+    "platform_exchange_messages_streamed", "Messages delivered on push streams (each delivery)"
+)

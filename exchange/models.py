@@ -186,3 +186,31 @@ class Route(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sender_id} -> {self.recipient_id}"
+
+
+class Stream(models.Model):
+    """An open push stream: one per adapter and device key (exchange/streams.py).
+
+    The row fences the stream: its deliveries are claimed only while the row is its own, so a
+    newer stream of the same device (which takes the row over) ends it. A receive from a device
+    whose stream is open answers 409 STREAM_OPEN. The server that holds the stream moves
+    ``expires_at`` on while it does: a row whose server died stops counting once it has passed.
+    """
+
+    stream_id = models.UUIDField(primary_key=True)
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    device_key = models.CharField(max_length=160)
+    opened_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["recipient", "device_key"], name="exchange_stream_device_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.recipient_id} @ {self.device_key[:12]}"

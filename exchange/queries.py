@@ -24,16 +24,9 @@ tests/exchange/test_bounded_queues.py the depth, purge and trim statements.
 # receipt handle is base64url(message_id || lease_token), as services.messages.receipt_parse
 # reads it. The rows come in queue order (RETURNING has none) with the id as text: Python sorts
 # nothing and builds no UUIDs.
-RECEIVE = """
-WITH picked AS (
-    SELECT message_id FROM exchange_message
-    WHERE recipient_id = %(recipient)s
-      AND (visible_at <= statement_timestamp()
-           OR (lease_token IS NOT NULL AND leased_by = %(device)s))
-    ORDER BY seq
-    LIMIT %(max)s
-    FOR NO KEY UPDATE SKIP LOCKED
-),
+# The claim shared by RECEIVE and STREAM_RECEIVE, after their own ``picked`` (the messages to
+# deliver, locked).
+_CLAIM = """
 dead AS (
     DELETE FROM exchange_message m
     USING picked p
@@ -77,27 +70,134 @@ claimed AS (
         '}'
     ) AS json
 )
-SELECT message_id::text, receive_count, json FROM claimed ORDER BY seq
+"""
+
+# While the device's push stream is open (exchange_stream), a receive claims nothing and its last
+# row is (NULL, NULL, NULL): the view answers 409 STREAM_OPEN.
+_RECEIVE_PICKED = """
+WITH streaming AS (
+    SELECT 1 FROM exchange_stream
+    WHERE recipient_id = %(recipient)s AND device_key = %(device)s
+      AND expires_at > statement_timestamp()
+),
+picked AS (
+    SELECT message_id FROM exchange_message
+    WHERE recipient_id = %(recipient)s
+      AND (visible_at <= statement_timestamp()
+           OR (lease_token IS NOT NULL AND leased_by = %(device)s))
+      AND NOT EXISTS (SELECT 1 FROM streaming)
+    ORDER BY seq
+    LIMIT %(max)s
+    FOR NO KEY UPDATE SKIP LOCKED
+),"""
+_RECEIVE_ANSWER = """
+(SELECT message_id::text, receive_count, json FROM claimed ORDER BY seq)
+UNION ALL
+SELECT NULL, NULL, NULL FROM streaming
+"""
+RECEIVE = _RECEIVE_PICKED + _CLAIM + _RECEIVE_ANSWER
+
+# A push stream's claim (exchange/streams.py): as many messages as its credits allow, i.e.
+# %(max)s (maxOutstanding) less those leased to the device and not yet settled, and only while the
+# stream still owns its exchange_stream row (a newer stream of the device took it over: nothing).
+# Its first claim is a receive's: what the device holds comes back first, and counts as new. The
+# last row is (NULL, outstanding before this claim or -1 when the row is gone, seconds until the
+# earliest of those leases runs out).
+_STREAM_PICKED = """
+WITH fence AS (
+    SELECT count(*) AS owned FROM exchange_stream WHERE stream_id = %(stream)s
+),
+held AS (
+    SELECT count(*) AS outstanding,
+           extract(epoch FROM min(visible_at) - statement_timestamp()) AS next_expiry
+    FROM exchange_message
+    WHERE recipient_id = %(recipient)s AND leased_by = %(device)s AND lease_token IS NOT NULL
+      AND visible_at > statement_timestamp()
+),
+picked AS (
+    SELECT message_id FROM exchange_message
+    WHERE recipient_id = %(recipient)s
+      AND (visible_at <= statement_timestamp()
+           OR (%(first)s AND lease_token IS NOT NULL AND leased_by = %(device)s))
+      AND (SELECT owned FROM fence) > 0
+    ORDER BY seq
+    LIMIT greatest(
+        %(max)s - CASE WHEN %(first)s THEN 0 ELSE (SELECT outstanding FROM held) END, 0
+    )
+    FOR NO KEY UPDATE SKIP LOCKED
+),"""
+_STREAM_ANSWER = """
+(SELECT message_id::text, receive_count, json FROM claimed ORDER BY seq)
+UNION ALL
+SELECT NULL, CASE WHEN fence.owned > 0 THEN held.outstanding ELSE -1 END,
+       coalesce(held.next_expiry::text, '')
+FROM fence, held
+"""
+STREAM_RECEIVE = _STREAM_PICKED + _CLAIM + _STREAM_ANSWER
+
+# Claimed messages a stream does not deliver after all (its session ended as they were claimed):
+# back in the queue at once, with the delivery they did not get uncounted.
+STREAM_GIVE_BACK = """
+UPDATE exchange_message
+SET visible_at = statement_timestamp(), lease_token = NULL, leased_by = NULL,
+    receive_count = receive_count - 1
+WHERE recipient_id = %(recipient)s AND leased_by = %(device)s
+  AND message_id = ANY(string_to_array(%(ids)s, ',')::uuid[])
+"""
+
+# A stream opens: it takes the device's row over (the stream that had it ends: REPLACED) and the
+# recipient's streams are told to look (the 'x' notification: exchange/wakeups.py).
+STREAM_OPEN = """
+WITH opened AS (
+    INSERT INTO exchange_stream (stream_id, recipient_id, device_key, opened_at, expires_at)
+    VALUES (%(stream)s, %(recipient)s, %(device)s, statement_timestamp(),
+            statement_timestamp() + make_interval(secs => %(ttl)s))
+    ON CONFLICT (recipient_id, device_key) DO UPDATE
+    SET stream_id = EXCLUDED.stream_id, opened_at = EXCLUDED.opened_at,
+        expires_at = EXCLUDED.expires_at
+    RETURNING recipient_id
+)
+SELECT pg_notify('exchange_message', 'x' || recipient_id) FROM opened
+"""
+
+STREAM_CLOSE = "DELETE FROM exchange_stream WHERE stream_id = %(stream)s"
+
+# The streams a server process holds are still open: their rows live on.
+STREAMS_HELD = """
+UPDATE exchange_stream SET expires_at = statement_timestamp() + make_interval(secs => %(ttl)s)
+WHERE stream_id = ANY(%(streams)s::uuid[])
 """
 
 # Delete the recipient's messages and log them, whoever holds their lease (an ACK is never lost
 # to a lease that ran out). Foreign ids match nothing, exactly like unknown ones. The ids come as
-# one comma-separated text and go back as text: a batch of 100 costs Python no UUID objects.
+# one comma-separated text and go back as text: a batch of 100 costs Python no UUID objects. When
+# the recipient has a push stream open, its streams are told that credits came free (the 's'
+# notification, exchange/wakeups.py; a row (NULL) in the answer); nobody else is.
 ACK = """
 WITH acked AS (
     DELETE FROM exchange_message
     WHERE recipient_id = %(recipient)s AND message_id = ANY(string_to_array(%(ids)s, ',')::uuid[])
     RETURNING message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
               first_received_at, receive_count
+),
+logged AS (
+    INSERT INTO exchange_delivery_log (
+        message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
+        first_received_at, receive_count, acked_at, acked_by
+    )
+    SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
+           first_received_at, receive_count, statement_timestamp(), %(device)s
+    FROM acked
+    RETURNING message_id
+),
+settled AS (
+    SELECT pg_notify('exchange_message', 's' || %(recipient)s)
+    WHERE EXISTS (SELECT 1 FROM logged)
+      AND EXISTS (SELECT 1 FROM exchange_stream WHERE recipient_id = %(recipient)s)
 )
-INSERT INTO exchange_delivery_log (
-    message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-    first_received_at, receive_count, acked_at, acked_by
-)
-SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-       first_received_at, receive_count, statement_timestamp(), %(device)s
-FROM acked
-RETURNING message_id::text
+SELECT message_id::text FROM logged
+UNION ALL
+SELECT NULL FROM settled
 """
 
 # Why an id was not acknowledged now: acknowledged before, dead-lettered, or not the caller's.
@@ -110,16 +210,27 @@ WHERE recipient_id = %(recipient)s AND message_id = ANY(string_to_array(%(ids)s,
 """
 
 # Release (nack) or extend leases, but only while the receipt's lease token is still the
-# message's: a holder whose lease was taken over cannot touch the new holder's delivery.
+# message's: a holder whose lease was taken over cannot touch the new holder's delivery. A release
+# wakes the recipient's long polls and streams (a row (NULL) in the answer): the message may be
+# theirs now, and a stream has a credit back.
 RELEASE = """
-UPDATE exchange_message m
-SET visible_at = statement_timestamp() + make_interval(secs => %(delay)s),
-    lease_token = NULL,
-    leased_by = NULL
-FROM unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) AS receipt(message_id, lease_token)
-WHERE m.recipient_id = %(recipient)s
-  AND m.message_id = receipt.message_id AND m.lease_token = receipt.lease_token
-RETURNING m.message_id
+WITH released AS (
+    UPDATE exchange_message m
+    SET visible_at = statement_timestamp() + make_interval(secs => %(delay)s),
+        lease_token = NULL,
+        leased_by = NULL
+    FROM unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) AS receipt(message_id, lease_token)
+    WHERE m.recipient_id = %(recipient)s
+      AND m.message_id = receipt.message_id AND m.lease_token = receipt.lease_token
+    RETURNING m.message_id
+),
+woken AS (
+    SELECT pg_notify('exchange_message', %(recipient)s::text)
+    WHERE EXISTS (SELECT 1 FROM released)
+)
+SELECT message_id FROM released
+UNION ALL
+SELECT NULL FROM woken
 """
 
 EXTEND = """

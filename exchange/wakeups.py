@@ -10,6 +10,12 @@ look and the wait (it is processed on the event loop, the look runs in a thread)
 ticket's counter on, and the wait returns at once. When the listener (re)connects, notifications
 may have been missed: every waiting receive wakes and looks again. While it is down, waits look
 every FALLBACK_POLL_SECONDS.
+
+Push streams (exchange/streams.py) watch their recipient: they hear every notification for it,
+kind by kind: "" a message may have arrived (a send, a release), "s" messages were settled (an
+ACK: credits came free), "x" the recipient's streams changed hands (a stream opened), and "*"
+anything may have happened (the listener reconnected). A notification's payload is the kind and
+then the recipient's id ("s42"); long polls hear only arrivals.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import psycopg
@@ -58,6 +65,7 @@ class Wakeups:
         self._counts = [0] * COUNTERS
         self._epoch = 0  # moved on when the listener (re)connects
         self._waiting: dict[int, set[asyncio.Event]] = {}
+        self._watchers: dict[int, set[Callable[[str], None]]] = {}
         self._listener: asyncio.Task[None] | None = None
         self.listening = threading.Event()
 
@@ -102,16 +110,36 @@ class Wakeups:
         """Receives waiting in this process now."""
         return sum(len(events) for events in self._waiting.values())
 
-    def wake(self, recipient_id: int) -> None:
-        self._counts[recipient_id % COUNTERS] += 1
-        for event in self._waiting.get(recipient_id, ()):
-            event.set()
+    def wake(self, recipient_id: int, kind: str = "") -> None:
+        """Tell this process's waiters of ``recipient_id`` (on the event loop)."""
+        if not kind:
+            self._counts[recipient_id % COUNTERS] += 1
+            for event in self._waiting.get(recipient_id, ()):
+                event.set()
+        for watcher in list(self._watchers.get(recipient_id, ())):
+            watcher(kind)
+
+    def watch(self, recipient_id: int, watcher: Callable[[str], None]) -> None:
+        """Call ``watcher`` with the kind of every notification for ``recipient_id`` (on the event
+        loop), until ``unwatch``."""
+        self._ensure_listener()
+        self._watchers.setdefault(recipient_id, set()).add(watcher)
+
+    def unwatch(self, recipient_id: int, watcher: Callable[[str], None]) -> None:
+        watchers = self._watchers.get(recipient_id)
+        if watchers is not None:
+            watchers.discard(watcher)
+            if not watchers:
+                del self._watchers[recipient_id]
 
     def _wake_all(self) -> None:
         self._epoch += 1
         for events in self._waiting.values():
             for event in events:
                 event.set()
+        for watchers in list(self._watchers.values()):
+            for watcher in list(watchers):
+                watcher("*")
 
     def start(self) -> None:
         """Start listening on the running event loop (the server calls it as it starts)."""
@@ -135,10 +163,14 @@ class Wakeups:
                         failing = False
                     self._wake_all()  # what was sent before LISTEN took effect
                     async for notice in connection.notifies():
+                        payload = notice.payload
+                        kind = payload[:1] if payload[:1] in ("s", "x") else ""
                         try:
-                            self.wake(int(notice.payload))
+                            recipient_id = int(payload[len(kind) :])
                         except ValueError:
-                            logger.warning("Ignored a notification with payload %r", notice.payload)
+                            logger.warning("Ignored a notification with payload %r", payload)
+                        else:
+                            self.wake(recipient_id, kind)
             except psycopg.Error as error:
                 if not failing:
                     logger.warning("Exchange listener lost its connection (%s)", error)

@@ -10,6 +10,7 @@ test client) there is no Pass: ``defer()`` answers at once.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -47,7 +48,8 @@ class Deferral:
 class Pass:
     """One request's passes through Django, as the views and middleware see it."""
 
-    waiting: Waiting
+    waiting: Places
+    stopping: asyncio.Event  # set when the process begins to stop (platform_site.server)
     arrived: datetime = field(default_factory=timezone.now)
     number: int = 0
     deferral: Deferral | None = None  # set by this pass's view when it defers
@@ -105,27 +107,36 @@ def kept(request: HttpRequest | Request) -> dict[str, Any] | None:
     return current.kept if current is not None else None
 
 
+def stopping(request: HttpRequest | Request) -> asyncio.Event | None:
+    """Set when this request's server process begins to stop (None outside this server)."""
+    current: Pass | None = request.META.get(PASS_KEY)
+    return current.stopping if current is not None else None
+
+
 def arrived_at(request: HttpRequest | Request) -> datetime | None:
     """When a resumed request arrived (None on a first pass: now)."""
     current: Pass | None = request.META.get(PASS_KEY)
     return current.arrived if current is not None and current.number > 1 else None
 
 
-class Waiting:
-    """The requests this process holds waiting, bounded by each deferral's ``limit``."""
+class Places:
+    """What this process holds at once (waiting requests, open streams), bounded by the ``limit``
+    each taker names, and counted in ``gauge``."""
 
-    def __init__(self) -> None:
+    def __init__(self, gauge: Gauge) -> None:
         self._lock = threading.Lock()
+        self.gauge = gauge
         self.count = 0
 
     def take(self, limit: int) -> None:
+        """One more place, or ServerBusy (503) when ``limit`` are taken."""
         with self._lock:
             if self.count >= limit:
                 raise ServerBusy()
             self.count += 1
-        waiting_requests.inc()
+        self.gauge.inc()
 
     def give_back(self) -> None:
         with self._lock:
             self.count -= 1
-        waiting_requests.dec()
+        self.gauge.dec()

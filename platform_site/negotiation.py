@@ -1,11 +1,13 @@
-"""DRF content negotiation that answers the usual Accept headers without parsing them."""
+"""DRF content negotiation that answers the usual Accept headers without parsing them, and the
+one of event streams, which must be asked for by name."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rest_framework.exceptions import NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.renderers import BaseRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 
 # What adapters and browsers' fetch() send; each selects the first renderer under DRF's own rules.
@@ -38,3 +40,31 @@ class ContentNegotiation(DefaultContentNegotiation):
             request, candidates, format_suffix
         )
         return selected
+
+
+EVENT_STREAM = "text/event-stream"
+
+
+class EventStreamRenderer(JSONRenderer):
+    """The media type of a view that answers with Server-Sent Events (an EventStream response,
+    which is no DRF Response and renders itself). Its errors are problem+json, rendered as JSON."""
+
+    media_type = EVENT_STREAM
+    format = "event-stream"
+
+
+class EventStreamNegotiation(ContentNegotiation):
+    """An event stream is what a client must ask for by name: an Accept header without
+    text/event-stream (*/*, application/json, none at all) is 406 NOT_ACCEPTABLE, so that a
+    client that expects JSON never gets a stream that does not end."""
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        accepted = {
+            item.split(";", 1)[0].strip().lower()
+            for item in request.META.get("HTTP_ACCEPT", "").split(",")
+        }
+        if EVENT_STREAM not in accepted:
+            raise NotAcceptable()
+        return super().select_renderer(request, renderers, format_suffix)

@@ -26,6 +26,7 @@ import io
 import logging
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 
-from platform_site.deferral import PASS_KEY, Deferral, Pass, Waiting
+from platform_site.deferral import PASS_KEY, Deferral, Pass, Places, waiting_requests
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +65,12 @@ class Server:
         self.handler = handler
         self.on_startup = list(on_startup)  # called on the event loop before the first request
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="django")
-        self.waiting = Waiting()
+        self.waiting = Places(waiting_requests)
+        # Set when the process begins to stop (stop_serving): waiting requests answer at once,
+        # streams end.
+        self.stopping = asyncio.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None  # the loop it serves on, once started
+        _servers.add(self)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -77,6 +83,10 @@ class Server:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                # What the views hand to a thread from the loop (a stream's database work) runs in
+                # Django's threads, as the requests do: asyncio.to_thread uses them.
+                self.loop = asyncio.get_running_loop()
+                self.loop.set_default_executor(self.executor)
                 for start in self.on_startup:
                     start()
                 _collector_for_serving()
@@ -91,7 +101,7 @@ class Server:
         if body is None:
             return  # the client went away before its body was complete
         loop = asyncio.get_running_loop()
-        current = Pass(waiting=self.waiting)
+        current = Pass(waiting=self.waiting, stopping=self.stopping)
         gone: asyncio.Future[Any] | None = None
         try:
             while True:
@@ -106,36 +116,44 @@ class Server:
                 current.state = deferral.state
                 if gone is None:
                     gone = asyncio.ensure_future(_disconnected(receive))
-                if not await _woken(deferral, gone):
+                if not await _woken(deferral, gone, self.stopping):
                     return  # the client went away: nobody to answer
+                if self.stopping.is_set():
+                    current.until = time.monotonic()  # the next pass answers what it has
         finally:
             if gone is not None:
                 gone.cancel()
             if current.holding:
                 self.waiting.give_back()
-        await send(
-            {"type": "http.response.start", "status": answer.status, "headers": answer.headers}
-        )
+        start = {"type": "http.response.start", "status": answer.status, "headers": answer.headers}
         if answer.stream is not None:
-            await self._stream(answer.stream, receive, send)
+            await self._stream(answer.stream, start, receive, send)
             return
+        await send(start)
         if scope["method"] == "HEAD":
             answer.body = []
         for chunk in answer.body[:-1]:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": answer.body[-1] if answer.body else b""})
 
-    async def _stream(self, response: StreamingHttpResponse, receive: Any, send: Any) -> None:
+    async def _stream(
+        self, response: StreamingHttpResponse, start: dict[str, Any], receive: Any, send: Any
+    ) -> None:
         """An async streaming response's chunks as its iterator yields them, until it ends or the
-        client goes away (then the iterator is closed: its ``finally`` runs at once)."""
+        client goes away (then the iterator is closed: its ``finally`` runs at once). The response
+        is closed in every case, also when the client was gone before the first byte."""
         chunks = aiter(response.streaming_content)  # type: ignore[arg-type]
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
+            await send(start)
             while True:
                 following = asyncio.ensure_future(anext(chunks))
                 await asyncio.wait({following, gone}, return_when=asyncio.FIRST_COMPLETED)
                 if not following.done():
+                    # The client went away: the iterator stops where it waits (its finally
+                    # runs), before it is closed.
                     following.cancel()
+                    await asyncio.wait({following})
                     return
                 try:
                     chunk = following.result()
@@ -145,11 +163,13 @@ class Server:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         finally:
             gone.cancel()
-            closing = getattr(chunks, "aclose", None)
-            if closing is not None:
-                await closing()
-            # request_finished, in a thread as every other request's.
-            await asyncio.get_running_loop().run_in_executor(self.executor, response.close)
+            try:
+                closing = getattr(chunks, "aclose", None)
+                if closing is not None:
+                    await closing()
+            finally:
+                # request_finished, in a thread as every other request's.
+                await asyncio.get_running_loop().run_in_executor(self.executor, response.close)
 
     def _pass(self, environ: dict[str, Any]) -> _Answer | Deferral:
         """One pass through Django, in a thread: the answer, or the view's deferral."""
@@ -183,6 +203,18 @@ class Server:
         return _Answer(status=status, headers=headers, body=body)
 
 
+_servers: weakref.WeakSet[Server] = weakref.WeakSet()
+
+
+def stop_serving() -> None:
+    """The server on this event loop begins to stop (before it waits for its connections to end):
+    every deferred request answers now and every stream ends (platform_site.worker calls it)."""
+    loop = asyncio.get_running_loop()
+    for server in _servers:
+        if server.loop is loop:
+            server.stopping.set()
+
+
 def _collector_for_serving() -> None:
     """A full collection stops the process, event loop and threads, for as long as it walks the
     old objects. Everything imported by now lives as long as the process: frozen, out of the
@@ -195,10 +227,16 @@ def _collector_for_serving() -> None:
     gc.set_threshold(youngest, middle, 100)
 
 
-async def _woken(deferral: Deferral, gone: asyncio.Future[Any]) -> bool:
-    """Await the deferral's wake (at most until its deadline): False if the client went first."""
+async def _woken(deferral: Deferral, gone: asyncio.Future[Any], stopping: asyncio.Event) -> bool:
+    """Await the deferral's wake (at most until its deadline, or until the process begins to
+    stop: the request then answers what it has): False if the client went first."""
     woken = asyncio.ensure_future(deferral.wake(max(deferral.until - time.monotonic(), 0)))
-    await asyncio.wait({woken, gone}, return_when=asyncio.FIRST_COMPLETED)
+    stopped = asyncio.ensure_future(stopping.wait())
+    await asyncio.wait({woken, gone, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if stopping.is_set() and not gone.done():
+        woken.cancel()
+        return True
     if not woken.done():
         woken.cancel()
         return False

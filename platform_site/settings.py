@@ -390,6 +390,13 @@ EXCHANGE_RATE_LIMIT = env_rate("EXCHANGE_RATE_LIMIT", "6000/m")
 # each costs a socket and some memory, no thread. More are 503 SERVER_BUSY (docs/deployment.md,
 # "The server").
 EXCHANGE_LONG_POLL_MAX_WAITING = env_int("EXCHANGE_LONG_POLL_MAX_WAITING", 5000, minimum=0)
+# Push streams (GET /api/exchange/messages/stream, exchange/streams.py): a comment line every
+# heartbeat keeps proxies from timing them out (nginx's read timeout sits above it), and at most
+# this many are open at once in one server process (more are 503 SERVER_BUSY).
+EXCHANGE_STREAM_HEARTBEAT_SECONDS = env_int(
+    "EXCHANGE_STREAM_HEARTBEAT_SECONDS", 15, minimum=1, maximum=300
+)
+EXCHANGE_STREAM_MAX_CONNECTIONS = env_int("EXCHANGE_STREAM_MAX_CONNECTIONS", 2000, minimum=0)
 
 # --- HTTP ----------------------------------------------------------------------------------------
 

@@ -1,16 +1,34 @@
-"""The gunicorn worker of deploy/serve (deploy/gunicorn.conf.py names it)."""
+"""The gunicorn worker of deploy/serve (deploy/gunicorn.conf.py names it), and the uvicorn server
+that `make run` and the tests' live server run too."""
 
 from __future__ import annotations
 
+import socket
+import sys
 from typing import Any, ClassVar
 
+import uvicorn
+from gunicorn.arbiter import Arbiter
 from uvicorn_worker import UvicornWorker
+
+from platform_site.server import stop_serving
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, which tells the application that the process stops before it waits for
+    the connections to end: deferred requests answer what they have, and push streams send their
+    ``end SHUTDOWN`` and finish, instead of holding the stop up to the graceful timeout."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        stop_serving()
+        await super().shutdown(sockets)
 
 
 class Worker(UvicornWorker):  # type: ignore[misc]  # untyped
     """gunicorn's worker for deploy/serve: one uvicorn event loop (uvloop, httptools) per
     process. The platform reads X-Forwarded-For itself (TRUSTED_PROXIES) and names no server; a
-    stopping worker lets its requests finish, long polls included, within graceful_timeout."""
+    stopping worker ends its streams and answers its long polls (Server above), and lets its
+    other requests finish within graceful_timeout."""
 
     CONFIG_KWARGS: ClassVar[dict[str, Any]] = {
         "loop": "uvloop",
@@ -23,3 +41,14 @@ class Worker(UvicornWorker):  # type: ignore[misc]  # untyped
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.config.timeout_graceful_shutdown = self.cfg.graceful_timeout
+
+    async def _serve(self) -> None:
+        # uvicorn_worker's own _serve, with the Server above in place of uvicorn's (it has no
+        # setting for the class); tests/platform/test_server.py fails when uvicorn_worker's
+        # changes shape.
+        self.config.app = self.wsgi
+        server = Server(config=self.config)
+        self._install_sigquit_handler()
+        await server.serve(sockets=self.sockets)
+        if not server.started:
+            sys.exit(Arbiter.WORKER_BOOT_ERROR)

@@ -14,12 +14,14 @@ from django.test.utils import modify_settings
 from platform_site.asgi import serve
 from platform_site.embedded import free_port
 from platform_site.server import Server
+from platform_site.worker import Server as StoppingServer
 from platform_site.worker import Worker
 from tests.factories import DEFAULT_PASSWORD
 
 
-class _Started(uvicorn.Server):
-    """uvicorn's server, telling another thread when it listens and its lifespan has started."""
+class _Started(StoppingServer):
+    """The production worker's uvicorn server, telling another thread when it listens and its
+    lifespan has started."""
 
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)

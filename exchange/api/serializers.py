@@ -17,6 +17,11 @@ from platform_site.serializers import BIGINT_MAX, Input
 MAX_BATCH = 100
 MAX_LEASE_SECONDS = 43200
 MAX_HEADERS = 32
+MAX_OUTSTANDING = 1000
+
+
+def _lease_seconds() -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=1, max_value=MAX_LEASE_SECONDS, default=30)
 
 
 class ReceiveOptions(Input):
@@ -24,21 +29,40 @@ class ReceiveOptions(Input):
 
     max = serializers.IntegerField(min_value=1, max_value=MAX_BATCH, default=1)
     waitSeconds = serializers.IntegerField(min_value=0, max_value=20, default=0)
-    leaseSeconds = serializers.IntegerField(min_value=1, max_value=MAX_LEASE_SECONDS, default=30)
+    leaseSeconds = _lease_seconds()
 
 
-class ReceiveInput(ReceiveOptions):
-    strict_json_types = False  # query parameters
+class QueryInput(Input):
+    """A query string's parameters: text read as numbers, and an empty value refused. DRF reads an
+    empty query value of a field that has a default as absent: ?leaseSeconds= would lease for
+    30 s where the client meant to say something else."""
+
+    strict_json_types = False
 
     def to_internal_value(self, data: Any) -> Any:
-        # DRF reads an empty query value of a field that has a default as absent: ?leaseSeconds=
-        # would lease for 30 s where the client meant to say something else.
         if isinstance(data, QueryDict):
             empty = sorted(name for name, values in data.lists() if "" in values)
             if empty:
                 invalid = serializers.IntegerField.default_error_messages["invalid"]
                 raise serializers.ValidationError({name: [invalid] for name in empty})
         return super().to_internal_value(data)
+
+
+class ReceiveInput(QueryInput, ReceiveOptions):
+    pass
+
+
+class StreamInput(QueryInput):
+    """The push stream's query string (GET /api/exchange/messages/stream)."""
+
+    maxOutstanding = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_OUTSTANDING,
+        default=100,
+        help_text="Messages delivered on this stream and not yet settled (ACKed, NACKed, "
+        "dead-lettered, or their lease run out) at most: each settled one frees a credit.",
+    )
+    leaseSeconds = _lease_seconds()
 
 
 @extend_schema_field(

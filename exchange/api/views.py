@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any, cast
 
-from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from django.http import HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -29,6 +30,7 @@ from exchange.api.serializers import (
     SendInput,
     SentOutput,
     StatsOutput,
+    StreamInput,
     WhoAmIOutput,
     ack_input,
     batch_items,
@@ -41,6 +43,8 @@ from exchange.errors import (
     QueueFull,
     SendInterrupted,
     SendNotAllowed,
+    StreamOpen,
+    StreamsBusy,
 )
 from exchange.selectors import queue_stats
 from exchange.services.messages import (
@@ -56,14 +60,21 @@ from exchange.services.messages import (
     messages_send,
     receipt_parse,
 )
+from exchange.streams import stream_response
 from exchange.wakeups import wakeups
 from platform_site.deferral import resumed
 from platform_site.errors import (
     ApplicationError,
+    NotAcceptable,
     RateLimited,
     ServerBusy,
     UnknownField,
     ValidationFailed,
+)
+from platform_site.negotiation import (
+    EVENT_STREAM,
+    EventStreamNegotiation,
+    EventStreamRenderer,
 )
 from platform_site.openapi import answers
 from platform_site.ratelimits import (
@@ -138,7 +149,7 @@ class MessagesApi(ExchangeApi):
         responses={200: ReceiveOutput},
         tags=["exchange"],
     )
-    @answers(ValidationFailed, UnknownField, ServerBusy)  # the query string; a long poll
+    @answers(ValidationFailed, UnknownField, ServerBusy, StreamOpen)  # the query; a long poll
     def get(self, request: AuthenticatedRequest) -> HttpResponse:
         options = receive_options(request.query_params)
         ticket = wakeups.ticket(request.user.pk)  # before the look: see exchange.wakeups
@@ -228,7 +239,47 @@ def _batch_result(outcome: Sent | ApplicationError) -> dict[str, Any]:
     return {"status": status, "messageId": str(outcome.message_id)}
 
 
-@answers(ServerBusy)  # an ACK that receives may wait for messages
+class MessagesStreamApi(ExchangeApi):
+    renderer_classes = [EventStreamRenderer]
+    content_negotiation_class = EventStreamNegotiation
+
+    @extend_schema(
+        operation_id="exchange_stream",
+        summary="Push stream: messages as Server-Sent Events as they arrive, paced by credits",
+        description=(
+            "Ask with Accept: text/event-stream (anything else is 406 NOT_ACCEPTABLE). Each "
+            "message is an event `message` whose `id` is its messageId and whose `data` is the "
+            "JSON of a received message, exactly as an item of GET /api/exchange/messages; "
+            "a comment `: keep-alive` comes every EXCHANGE_STREAM_HEARTBEAT_SECONDS (15). At most "
+            "maxOutstanding messages are delivered and not yet settled: settle them with the "
+            "ACK, NACK and lease endpoints, and each settled message (or lease run out) frees a "
+            "credit at once. One stream per X-Device-ID: a second one ends the first, and a "
+            "receive from a device whose stream is open is 409 STREAM_OPEN. Before the server "
+            "ends a stream it sends an event `end` with data {code, detail}: TOKEN_EXPIRED, "
+            "TOKEN_REVOKED, REPLACED or SHUTDOWN. Opening counts once against "
+            "EXCHANGE_RATE_LIMIT; deliveries do not."
+        ),
+        parameters=[StreamInput],
+        responses={
+            (200, EVENT_STREAM): OpenApiResponse(
+                response=OpenApiTypes.STR,
+                description="Server-Sent Events: `message` events (data: a received message), "
+                "`end` events (data: {code, detail}) and `: keep-alive` comments.",
+            )
+        },
+        tags=["exchange"],
+    )
+    @answers(ValidationFailed, UnknownField, NotAcceptable, StreamsBusy)
+    def get(self, request: AuthenticatedRequest) -> StreamingHttpResponse:
+        options = StreamInput.validated(request.query_params)
+        return stream_response(
+            request,
+            max_outstanding=options["maxOutstanding"],
+            lease_seconds=options["leaseSeconds"],
+        )
+
+
+@answers(ServerBusy, StreamOpen)  # an ACK that receives may wait for messages, or be streamed
 class MessagesAckApi(ExchangeApi):
     @extend_schema(
         operation_id="exchange_ack",

@@ -22,7 +22,13 @@ from django.db import connection
 
 from accounts.models import User
 from exchange import metrics, queries
-from exchange.errors import IdempotencyKeyReused, QueueFull, SendInterrupted, SendNotAllowed
+from exchange.errors import (
+    IdempotencyKeyReused,
+    QueueFull,
+    SendInterrupted,
+    SendNotAllowed,
+    StreamOpen,
+)
 from exchange.models import IdempotencyKey
 from exchange.selectors import recipients_reachable
 from exchange.services.queues import queue_admit, queue_release
@@ -333,7 +339,16 @@ def _claim_parameters(
 
 
 def _deliveries(rows: list[tuple[str, int, str]]) -> list[Delivery]:
-    """queries.RECEIVE's rows, counted in the redeliveries metric."""
+    """queries.RECEIVE's rows; StreamOpen when the device's push stream is open (the one row is
+    then NULLs)."""
+    if rows and rows[-1][0] is None:
+        raise StreamOpen()
+    return delivered(rows)
+
+
+def delivered(rows: Sequence[tuple[str, int, str]]) -> list[Delivery]:
+    """Claimed rows (queries.RECEIVE, STREAM_RECEIVE) as deliveries, counted in the
+    redeliveries metric."""
     deliveries = list(map(Delivery._make, rows))
     redelivered = sum(1 for delivery in deliveries if delivery.redelivered)
     if redelivered:
@@ -391,7 +406,11 @@ def messages_ack_receive(
                 queries.RECEIVE, _claim_parameters(adapter, device_key, max_messages, lease_seconds)
             )
         acked = acking.fetchall()
-        deliveries = _deliveries(claiming.fetchall())
+        try:
+            deliveries = _deliveries(claiming.fetchall())
+        except StreamOpen:
+            made = "The acknowledgements of this request were made."
+            raise StreamOpen(f"{StreamOpen.default_detail} {made}") from None
     return _ack_results(adapter, unique, acked), deliveries
 
 
@@ -402,9 +421,9 @@ def _ack_parameters(adapter: User, device_key: str, unique: list[str]) -> dict[s
 def _ack_results(
     adapter: User, unique: list[str], acked: list[tuple[str]]
 ) -> list[tuple[str, AckStatus]]:
-    """Each id's status, in the order given: acked (``acked``, the ACK statement's rows), or why
-    not."""
-    statuses: dict[str, AckStatus] = {row[0]: "acked" for row in acked}
+    """Each id's status, in the order given: acked (``acked``, the ACK statement's rows: the
+    notification's is NULL), or why not."""
+    statuses: dict[str, AckStatus] = {row[0]: "acked" for row in acked if row[0] is not None}
     missing = [message_id for message_id in unique if message_id not in statuses]
     if missing:
         with prepared_cursor() as cursor:
@@ -435,7 +454,8 @@ def _under_receipts(
                 "tokens": [receipt.lease_token for receipt in receipts],
             },
         )
-        touched = {row[0]: tuple(row[1:]) for row in cursor.fetchall()}
+        # A NULL row is the release's notification (queries.RELEASE).
+        touched = {row[0]: tuple(row[1:]) for row in cursor.fetchall() if row[0] is not None}
         others = [receipt.message_id for receipt in receipts if receipt.message_id not in touched]
         held: set[uuid.UUID] = set()
         if others:

@@ -649,7 +649,7 @@ def test_the_session_claim_and_ack_statements_are_prepared_once_per_connection(
         cursor.execute("SELECT statement FROM pg_prepared_statements")
         prepared = [row[0] for row in cursor.fetchall()]
     assert any("FROM accounts_session s" in statement for statement in prepared)
-    assert any("WITH picked AS" in statement for statement in prepared)  # RECEIVE
+    assert any("WITH streaming AS" in statement for statement in prepared)  # RECEIVE
     assert any("INSERT INTO exchange_delivery_log" in statement for statement in prepared)  # ACK
 
 
