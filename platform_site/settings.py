@@ -394,7 +394,7 @@ EXCHANGE_LONG_POLL_MAX_WAITING = env_int("EXCHANGE_LONG_POLL_MAX_WAITING", 5000,
 # heartbeat keeps proxies from timing them out (nginx's read timeout sits above it), and at most
 # this many are open at once in one server process (more are 503 SERVER_BUSY).
 EXCHANGE_STREAM_HEARTBEAT_SECONDS = env_int(
-    "EXCHANGE_STREAM_HEARTBEAT_SECONDS", 15, minimum=1, maximum=300
+    "EXCHANGE_STREAM_HEARTBEAT_SECONDS", 15, minimum=1, maximum=60
 )
 EXCHANGE_STREAM_MAX_CONNECTIONS = env_int("EXCHANGE_STREAM_MAX_CONNECTIONS", 2000, minimum=0)
 

@@ -11,8 +11,6 @@ import uvicorn
 from gunicorn.arbiter import Arbiter
 from uvicorn_worker import UvicornWorker
 
-from platform_site.server import stop_serving
-
 
 class Server(uvicorn.Server):
     """uvicorn's server, which tells the application that the process stops before it waits for
@@ -20,6 +18,9 @@ class Server(uvicorn.Server):
     ``end SHUTDOWN`` and finish, instead of holding the stop up to the graceful timeout."""
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Imported here: gunicorn's arbiter loads this module before Django is set up.
+        from platform_site.server import stop_serving
+
         stop_serving()
         await super().shutdown(sockets)
 

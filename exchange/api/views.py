@@ -6,7 +6,6 @@ import uuid
 from typing import Any, cast
 
 from django.http import HttpResponse, StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
@@ -60,7 +59,7 @@ from exchange.services.messages import (
     messages_send,
     receipt_parse,
 )
-from exchange.streams import stream_response
+from exchange.streams import END_DETAILS, stream_response
 from exchange.wakeups import wakeups
 from platform_site.deferral import resumed
 from platform_site.errors import (
@@ -239,6 +238,40 @@ def _batch_result(outcome: Sent | ApplicationError) -> dict[str, Any]:
     return {"status": status, "messageId": str(outcome.message_id)}
 
 
+# One event of the stream, as OpenAPI 3.2's itemSchema of text/event-stream describes them. OpenAPI
+# 3.0 has no contentSchema for the JSON text in ``data``: its descriptions name the shapes.
+STREAM_EVENT = {
+    "oneOf": [
+        {
+            "type": "object",
+            "required": ["event", "id", "data"],
+            "properties": {
+                "event": {"type": "string", "enum": ["message"]},
+                "id": {"type": "string", "format": "uuid", "description": "The messageId."},
+                "data": {
+                    "type": "string",
+                    "description": "JSON: a received message, exactly a DeliveryOutput (an item "
+                    "of GET /api/exchange/messages's messages).",
+                },
+            },
+        },
+        {
+            "type": "object",
+            "required": ["event", "data"],
+            "properties": {
+                "event": {"type": "string", "enum": ["end"]},
+                "data": {
+                    "type": "string",
+                    "description": "JSON: {code, detail}, code one of "
+                    + ", ".join(END_DETAILS)
+                    + ". The server closes the stream after it.",
+                },
+            },
+        },
+    ]
+}
+
+
 class MessagesStreamApi(ExchangeApi):
     renderer_classes = [EventStreamRenderer]
     content_negotiation_class = EventStreamNegotiation
@@ -262,9 +295,10 @@ class MessagesStreamApi(ExchangeApi):
         parameters=[StreamInput],
         responses={
             (200, EVENT_STREAM): OpenApiResponse(
-                response=OpenApiTypes.STR,
-                description="Server-Sent Events: `message` events (data: a received message), "
-                "`end` events (data: {code, detail}) and `: keep-alive` comments.",
+                response=STREAM_EVENT,
+                description="Server-Sent Events, each as this schema describes it: `message` "
+                "events (data: a received message), an `end` event (data: {code, detail}), and "
+                "`: keep-alive` comments, which are no events.",
             )
         },
         tags=["exchange"],

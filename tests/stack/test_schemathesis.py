@@ -15,7 +15,8 @@ per operation; a failure names the check and shows the answer and a curl command
 request. Under a minute on two cores.
 
 Each operation runs as the principal docs/sessions.md gives it: /api/exchange/* as a signed-in adapter
-whose queue is stocked (a long poll answers at once), /api/users/* as a cabinet user with a
+whose queue is stocked (a long poll answers at once, a push stream sends a message at once, which
+is all of a stream the fuzzer reads), /api/users/* as a cabinet user with a
 confirmed e-mail, a complete profile and adapters to manage, /api/auth/* without a token. Half of
 the generated ids are real ones (fuzzer_config), so the operations on one adapter or message reach
 it instead of answering 404. Sessions are bound to DEVICE, which a valid X-Device-ID the fuzzer
@@ -129,6 +130,8 @@ CONFIG: dict[str, Any] = {
     "output": {"sanitization": {"enabled": False}},
     # Above the longest long poll (20 s).
     "request-timeout": 30,
+    # A push stream never ends by itself: its first message (the queue is stocked) is enough.
+    "max-stream-events": 1,
 }
 # Of each generated id, the share replaced by a real one.
 REAL_ID_SHARE = 0.5
@@ -333,6 +336,17 @@ def run_as_the_contract_says(schema: OpenApiSchema, base_url: str) -> OpenApiSch
     return schema
 
 
+STREAM = "/api/exchange/messages/stream"
+
+
+def ask_for_the_stream(case: schemathesis.Case[Any]) -> None:
+    """The push stream answers only a request that asks for text/event-stream by name (another
+    Accept is 406, which tests/exchange/test_stream.py covers), and JSON Schema has no say over
+    Accept: every case of it asks so."""
+    if case.operation.path == STREAM:
+        case.headers["Accept"] = "text/event-stream"
+
+
 @pytest.fixture(scope="module")
 def live_schema(live_platform: Gunicorn, stack_database: StackDatabase) -> OpenApiSchema:
     world = create_world(stack_database)
@@ -436,6 +450,7 @@ def test_every_operation_answers_as_its_schema_and_the_contract_say(
     case: schemathesis.Case[Any],
 ) -> None:
     repeat_the_new_password(case)
+    ask_for_the_stream(case)
     SENT[f"{case.operation.method.upper()} {case.operation.path}"] += 1
     if case.operation.path == BATCH:
         case.call_and_validate(
