@@ -202,6 +202,7 @@ def test_the_curl_walkthrough_receives_and_acks_the_message_it_sent(
     [sent] = re.findall(r"^sent: +(\S+)$", out, re.M)
     [received] = re.findall(r"^received: +(\S+)$", out, re.M)
     assert received == sent
+    [pushed] = re.findall(r"^pushed: +(\S+)$", out, re.M)
     assert in_order(
         out,
         f'{{"messageId":"{sent}","duplicate":true}}',
@@ -211,6 +212,10 @@ def test_the_curl_walkthrough_receives_and_acks_the_message_it_sent(
         f'{{"messageId":"{sent}","status":"acked"}}',
         f'{{"messageId":"{sent}","status":"alreadyAcked"}}',
         '{"available":0,"inFlight":0,"delayed":0,"deadLettered":0,"oldestAgeSeconds":null}',
+        "event: message",
+        f'{{"messageId":"{pushed}","type":"walkthrough.pushed","payload":{{"n":1}},'
+        '"redelivered":false}',
+        f'{{"messageId":"{pushed}","status":"acked"}}',
         '{"status":401,"code":"TOKEN_REVOKED"}',
     ), out
     assert Message.objects.count() == 0

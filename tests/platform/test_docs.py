@@ -91,10 +91,7 @@ def test_make_run_serves_what_the_readme_promises_on_the_port_asked_for(tmp_path
         f"-m platform_site.embedded check-port --host 127.0.0.1 --port {port}",
         "manage.py migrate --no-input",
         f"manage.py seed_demo --base-url http://127.0.0.1:{port}",
-        f"-m uvicorn platform_site.asgi:application --host 127.0.0.1 --port {port} --reload"
-        " --reload-dir accounts --reload-dir exchange --reload-dir health --reload-dir"
-        " platform_site --reload-dir templates --reload-include *.html --lifespan on"
-        " --no-proxy-headers --no-server-header --no-access-log",
+        f"-m platform_site.develop --host 127.0.0.1 --port {port}",
     ]
     # The diagram's Prometheus scrape answers under these settings.
     exposure = calls[-1][1]

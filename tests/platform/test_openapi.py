@@ -113,10 +113,11 @@ CONTRACT = {
         503,
     },
     ("get", "/api/exchange/whoami"): {200, 400, 401, 403, 406, 429, 503},
-    ("get", "/api/exchange/messages"): {200, 400, 401, 403, 406, 429, 503},
+    ("get", "/api/exchange/messages"): {200, 400, 401, 403, 406, 409, 429, 503},
+    ("get", "/api/exchange/messages/stream"): {200, 400, 401, 403, 406, 429, 503},
     ("post", "/api/exchange/messages"): {200, 201, 400, 401, 403, 406, 409, 413, 415, 429, 503},
     ("post", "/api/exchange/messages/batch"): {200, 400, 401, 403, 406, 413, 415, 429, 503},
-    ("post", "/api/exchange/messages/ack"): {200, 400, 401, 403, 406, 413, 415, 429, 503},
+    ("post", "/api/exchange/messages/ack"): {200, 400, 401, 403, 406, 409, 413, 415, 429, 503},
     ("post", "/api/exchange/messages/{message_id}/ack"): {200, 400, 401, 403, 404, 406, 429, 503},
     ("post", "/api/exchange/messages/nack"): {200, 400, 401, 403, 406, 413, 415, 429, 503},
     ("post", "/api/exchange/messages/lease"): {200, 400, 401, 403, 406, 413, 415, 429, 503},
@@ -352,6 +353,7 @@ OPERATION_TAGS = {
     "exchange_receive": "exchange",
     "exchange_send": "exchange",
     "exchange_stats": "exchange",
+    "exchange_stream": "exchange",
     "exchange_whoami": "exchange",
     "login_email": "auth",
     "login_two_factor_confirm": "auth",
@@ -548,7 +550,8 @@ def test_what_the_machinery_answers_is_declared_on_every_operation_it_runs(clien
             for status, response in operation["responses"].items()
         }
         # A long poll may also find its server out of room for waiting (SERVER_BUSY).
-        waits = {"SERVER_BUSY"} if operation_id in {"exchange_receive", "exchange_ack"} else set()
+        waiting = {"exchange_receive", "exchange_ack", "exchange_stream"}
+        waits = {"SERVER_BUSY"} if operation_id in waiting else set()
         assert codes[503] == {"SERVICE_UNAVAILABLE", *waits}, operation_id
         assert codes[406] == {"NOT_ACCEPTABLE"}, operation_id
         assert "RATE_LIMITED" in codes[429], operation_id

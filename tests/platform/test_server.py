@@ -199,3 +199,50 @@ def test_the_worker_s_serve_is_uvicorn_worker_s_own_but_for_the_server_class():
         "if not server.started:",
         "sys.exit(Arbiter.WORKER_BOOT_ERROR)",
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_make_run_s_server_serves_the_application_and_stops_on_sigterm(tmp_path):
+    """platform_site.develop (what `make run` starts): uvicorn's reloader over the platform's
+    application and the production worker's stopping server."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from platform_site.embedded import free_port
+
+    database = settings.DATABASES["default"]
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}"
+        f"/{database['NAME']}",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "platform_site.develop", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "log").open("w"),
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        answer = None
+        while answer is None:
+            assert process.poll() is None, (tmp_path / "log").read_text()
+            assert time.monotonic() < deadline, (tmp_path / "log").read_text()
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/api/actuator/health/liveness")
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert answer.status_code == 200
+        stream = httpx.get(
+            f"http://127.0.0.1:{port}/api/exchange/messages/stream",
+            headers={"Accept": "text/event-stream"},
+        )
+        assert (stream.status_code, stream.json()["code"]) == (401, "TOKEN_MISSING")
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
