@@ -1,15 +1,17 @@
 """The ``exchange-client`` command against the live platform (gunicorn over a PostgreSQL of this
 module's own), run as a real process with EXCHANGE_URL, EXCHANGE_LOGIN, EXCHANGE_PASSWORD and
 EXCHANGE_DEVICE_ID: whoami, send, stats, consume --exec (acknowledging, releasing a failed
-message, stopping on SIGTERM mid-batch and giving back what it held), and the exit statuses (2 a
-usage error, 3 sign-in refused with a one-line reason, also when the owner rotates the password
-under a running consume, 1 any other refusal)."""
+message, stopping on SIGTERM mid-batch and giving back what it held), stream (JSON lines,
+acknowledged once printed or not at all, the end event of a replaced stream), and the exit
+statuses (2 a usage error, 3 sign-in refused with a one-line reason, also when the owner rotates
+the password under a running consume, 1 any other refusal)."""
 
 from __future__ import annotations
 
 import json
 import signal
 import subprocess
+import threading
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -335,6 +337,140 @@ def test_sigterm_mid_batch_finishes_the_message_in_hand_and_gives_back_the_rest_
         client.ack(back)
 
 
+def open_streams(database: StackDatabase, adapter: Adapter) -> int:
+    [(count,)] = query(
+        database,
+        "SELECT count(*) FROM exchange_stream WHERE recipient_id = %s",
+        adapter.adapter_id,
+    )
+    return int(count)
+
+
+def test_stream_prints_each_message_as_a_json_line_and_acks_it_once_printed(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner
+) -> None:
+    adapter = owner.create_adapter("cli-stream")
+    ids = stock(stack_database, adapter, 5)
+
+    done = run_cli(
+        "stream", "--count", "3", env=cli_env(gunicorn.base_url, adapter, "cli-stream-1")
+    )
+
+    assert (done.returncode, done.stderr) == (0, ""), done
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(e["event"], e["id"]) for e in events] == [("message", m) for m in ids[:3]]
+    assert all(list(e) == ["event", "id", "data"] for e in events)
+    for event in events:
+        assert list(event["data"]) == MESSAGE_MEMBERS
+        assert event["data"]["messageId"] == event["id"]
+    assert [e["data"]["payload"] for e in events] == [{"n": 1}, {"n": 2}, {"n": 3}]
+    assert acknowledged(stack_database, adapter) == dict.fromkeys(ids[:3], 1)
+
+
+def test_stream_with_no_ack_prints_the_messages_and_leaves_them_to_come_back(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner
+) -> None:
+    adapter = owner.create_adapter("cli-stream-look")
+    ids = stock(stack_database, adapter, 2)
+    device = "cli-stream-look-1"
+
+    done = run_cli(
+        "stream",
+        "--count",
+        "2",
+        "--no-ack",
+        "--lease",
+        LONG_LEASE,
+        env=cli_env(gunicorn.base_url, adapter, device),
+    )
+
+    assert (done.returncode, done.stderr) == (0, ""), done
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == ids
+    assert acknowledged(stack_database, adapter) == {}
+    # The platform takes the stream's end from the connection's: then the same device id gets
+    # back at once what the stream left unsettled, not after the lease of an hour.
+    wait_until(
+        lambda: open_streams(stack_database, adapter) == 0, timeout=30, what="the stream to end"
+    )
+    with ExchangeClient(
+        gunicorn.base_url, adapter.login, adapter.password, device_id=device
+    ) as client:
+        back = client.receive(max_messages=10)
+        assert client.ack(back) == dict.fromkeys(ids, "acked")
+    assert [(m.message_id, m.redelivered) for m in back] == [(m, True) for m in ids]
+
+
+def test_stream_runs_until_sigterm_and_acks_what_it_printed_before_it_exits_0(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner, tmp_path: Path
+) -> None:
+    adapter = owner.create_adapter("cli-stream-sigterm")
+    ids = stock(stack_database, adapter, 2)
+    output = tmp_path / "events.jsonl"
+    with output.open("w") as stdout:
+        streaming = subprocess.Popen(
+            [EXCHANGE_CLIENT, "stream", "--lease", LONG_LEASE],
+            env=cli_env(gunicorn.base_url, adapter, "cli-stream-sigterm-1"),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    try:
+        wait_until(lambda: len(lines(output)) == 2, timeout=30, what="both messages printed")
+        streaming.send_signal(signal.SIGTERM)
+        _, stderr = streaming.communicate(timeout=30)
+    finally:
+        if streaming.poll() is None:
+            streaming.kill()
+            streaming.communicate()
+
+    assert (streaming.returncode, stderr) == (0, "")
+    assert [json.loads(line)["id"] for line in lines(output)] == ids
+    assert acknowledged(stack_database, adapter) == dict.fromkeys(ids, 1)
+
+
+def test_stream_prints_the_end_event_and_exits_1_once_a_stream_with_its_device_id_replaces_it(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner, tmp_path: Path
+) -> None:
+    adapter = owner.create_adapter("cli-stream-replaced")
+    device = "cli-stream-replaced-1"
+    streaming = subprocess.Popen(
+        [EXCHANGE_CLIENT, "stream"],
+        env=cli_env(gunicorn.base_url, adapter, device),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(
+            lambda: streaming.poll() is None and open_streams(stack_database, adapter) == 1,
+            timeout=30,
+            what="the command's stream to be open",
+        )
+        with (
+            ExchangeClient(
+                gunicorn.base_url, adapter.login, adapter.password, device_id=device
+            ) as client,
+            client.stream() as stream,
+        ):
+            # A stream connects when first iterated: this one until it is closed.
+            threading.Thread(target=next, args=(stream, None), daemon=True).start()
+            stdout, stderr = streaming.communicate(timeout=30)
+    finally:
+        if streaming.poll() is None:
+            streaming.kill()
+            streaming.communicate()
+
+    assert streaming.returncode == 1
+    [line] = stdout.splitlines()
+    end = json.loads(line)
+    assert (end["event"], end["id"], end["data"]["code"]) == ("end", None, "REPLACED")
+    assert set(end["data"]) == {"code", "detail"}
+    [reason] = stderr.splitlines()
+    assert reason.startswith("exchange-client: REPLACED: "), stderr
+
+
 def test_rotating_the_password_under_a_running_consume_exits_3_and_loses_no_message(
     gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner, tmp_path: Path
 ) -> None:
@@ -393,6 +529,10 @@ def test_rotating_the_password_under_a_running_consume_exits_3_and_loses_no_mess
         (("consume", "--exec", "true", "--batch", "101"), {}, "--batch"),
         (("consume", "--exec", "true", "--wait", "21"), {}, "--wait"),
         (("consume", "--exec", "true", "--lease", "0"), {}, "--lease"),
+        (("consume", "--exec", "true", "--transport", "carrier"), {}, "--transport"),
+        (("stream", "--max-outstanding", "1001"), {}, "--max-outstanding"),
+        (("stream", "--lease", "43201"), {}, "--lease"),
+        (("stream", "--count", "0"), {}, "--count"),
     ],
 )
 def test_a_usage_error_exits_2_with_the_reason_and_without_signing_in(

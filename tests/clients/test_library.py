@@ -148,14 +148,16 @@ def handled_again_only_when_redelivered(handled: Iterable[Message]) -> None:
             assert len(set(counts)) == len(counts), (message_id, counts)
 
 
+@pytest.mark.parametrize("transport", ["stream", "poll"])
 def test_a_consumer_outlives_its_access_and_refresh_tokens_by_refreshing_then_signing_in_again(
     stack_database: StackDatabase,
     owner: Owner,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
+    transport: str,
 ) -> None:
-    recipient = owner.create_adapter("lifetimes-consumer")
-    sender = owner.create_adapter("lifetimes-sender")
+    recipient = owner.create_adapter(f"lifetimes-consumer-{transport}")
+    sender = owner.create_adapter(f"lifetimes-sender-{transport}")
     caplog.set_level(logging.INFO, logger="exchange_client")
     handled: list[Message] = []
 
@@ -163,7 +165,7 @@ def test_a_consumer_outlives_its_access_and_refresh_tokens_by_refreshing_then_si
         consumer = client_for(server.base_url, recipient, "lifetimes-consumer-1")
         sending = client_for(server.base_url, sender, "lifetimes-sender-1")
         with consumer, sending, ThreadPoolExecutor(max_workers=1) as pool:
-            run = consuming(pool, consumer, handled.append, wait=1)
+            run = consuming(pool, consumer, handled.append, wait=1, transport=transport)
 
             def sessions() -> list[dict[str, Any]]:
                 assert alive(run)
@@ -204,13 +206,13 @@ def test_a_consumer_outlives_its_access_and_refresh_tokens_by_refreshing_then_si
     )
     assert (first["device_id"], second["device_id"]) == ("lifetimes-consumer-1",) * 2
     assert (first["revoked_at"], second["revoked_at"]) == (None, None)
-    # The sender, in this thread, renewed its own pair the same way; the consumer's thread:
-    refused = [
-        r.getMessage()
-        for r in caplog.records
-        if r.getMessage().startswith("Refresh refused") and r.threadName != "MainThread"
-    ]
+    # The sender, in this thread, renewed its own pair the same way; the consumer's threads:
+    logged = [r.getMessage() for r in caplog.records if r.threadName != "MainThread"]
+    refused = [message for message in logged if message.startswith("Refresh refused")]
     assert refused == ["Refresh refused (TOKEN_EXPIRED): signing in again"]
+    # On the stream, the platform ended it as each access token expired; it reconnected.
+    ended = "Stream ended (TOKEN_EXPIRED): renewing the tokens and reconnecting"
+    assert (ended in logged) == (transport == "stream")
 
 
 def test_a_client_signs_in_again_with_its_device_token_while_others_locked_its_adapter(
@@ -557,7 +559,9 @@ def test_a_stop_while_the_ack_receives_gives_the_batch_it_received_back_at_once(
         transport=CountingTransport(stop_on_the_receiving_ack),
     )
     with client:
-        summary = client.consume(handled.append, batch=10, wait=0, handle_signals=False)
+        summary = client.consume(
+            handled.append, batch=10, wait=0, handle_signals=False, transport="poll"
+        )
         # Given back, not held under a lease: another instance receives them at once.
         with ExchangeClient(
             gunicorn.base_url, adapter.login, adapter.password, device_id="stop-receive-2"

@@ -97,7 +97,11 @@ def test_the_built_wheel_installs_into_a_clean_python_3_10_virtualenv_and_its_co
     version = run(venv / "bin" / "exchange-client", "--version")
     assert version == "exchange-client 0.1.0\n", f"wheel of {size:,} bytes"
     # The modules --version does not load import under this Python too.
-    run(venv / "bin" / "python", "-c", "import exchange_client.consumer")
+    run(
+        venv / "bin" / "python",
+        "-c",
+        "import exchange_client.consumer, exchange_client.stream_consumer",
+    )
     interpreter = run(venv / "bin" / "python", "-c", "import sys; print(sys.version)")
     print(f"installed and ran under {python}: Python {interpreter.strip()}")  # noqa: T201
     if python != sys.executable:

@@ -17,11 +17,14 @@ from exchange_client.errors import (
     PayloadTooLarge,
     PermissionDenied,
     SessionError,
+    StreamReplaced,
+    StreamUnsupported,
     Unavailable,
     ValidationError,
 )
 from exchange_client.messages import Message, Outgoing, Sent
 from exchange_client.retries import RetryPolicy
+from exchange_client.stream import MessageStream, StreamEvent
 
 __all__ = [
     "AuthenticationError",
@@ -29,6 +32,7 @@ __all__ = [
     "ExchangeClient",
     "ExchangeError",
     "Message",
+    "MessageStream",
     "NotFound",
     "Outgoing",
     "PayloadTooLarge",
@@ -37,6 +41,9 @@ __all__ = [
     "RetryPolicy",
     "Sent",
     "SessionError",
+    "StreamEvent",
+    "StreamReplaced",
+    "StreamUnsupported",
     "Summary",
     "Unavailable",
     "ValidationError",

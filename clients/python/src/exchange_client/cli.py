@@ -1,4 +1,4 @@
-"""The ``exchange-client`` command: whoami, send, consume --exec, stats.
+"""The ``exchange-client`` command: whoami, send, consume --exec, stream, stats.
 
 Configured by EXCHANGE_URL, EXCHANGE_LOGIN, EXCHANGE_PASSWORD and EXCHANGE_DEVICE_ID. Exit
 status: 0 success, 1 a failure, 2 a usage error, 3 sign-in refused (one line on standard error
@@ -17,9 +17,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from exchange_client.client import ExchangeClient, __version__
-from exchange_client.consumer import Release
-from exchange_client.errors import AuthenticationError, ExchangeError
+from exchange_client.consumer import Release, stop_on_signals
+from exchange_client.errors import AuthenticationError, ExchangeError, StreamReplaced
 from exchange_client.messages import Message
+from exchange_client.stream import MessageStream
+from exchange_client.stream_consumer import (
+    ACK_BATCH,
+    ACK_INTERVAL_MS,
+    Acknowledger,
+    ack_threshold,
+)
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -86,7 +93,12 @@ def _parser() -> argparse.ArgumentParser:
         "EXCHANGE_MESSAGE_ID, EXCHANGE_DELIVERY_COUNT in its environment",
     )
     consume.add_argument(
-        "--batch", type=_bounded(1, 100), default=10, metavar="N", help="1..100 (10)"
+        "--batch",
+        type=_bounded(1, 100),
+        default=10,
+        metavar="N",
+        help="messages held at a time (the stream's max outstanding, or each receive's), "
+        "1..100 (10)",
     )
     consume.add_argument(
         "--lease", type=_bounded(1, 43200), default=60, metavar="SECONDS", help="1..43200 (60)"
@@ -95,10 +107,54 @@ def _parser() -> argparse.ArgumentParser:
         "--wait",
         type=_bounded(0, 20),
         metavar="SECONDS",
-        help="long poll, 0..20 (20; 0 with --until-empty)",
+        help="each receive's long poll when long polling, 0..20 (20; 0 with --until-empty)",
     )
     consume.add_argument(
-        "--until-empty", action="store_true", help="exit once a receive finds nothing"
+        "--until-empty",
+        action="store_true",
+        help="exit once a receive finds nothing (long polls: a stream never says it is empty)",
+    )
+    consume.add_argument(
+        "--transport",
+        choices=("stream", "poll"),
+        default="stream",
+        help="the push stream, or long polling where the platform has none (stream); "
+        "or long polling only (poll)",
+    )
+    stream = commands.add_parser(
+        "stream",
+        help="print the pushed messages as JSON lines, acknowledging each once printed",
+        description="Print each event of the push stream as one JSON line: "
+        '{"event": "message", "id": MESSAGE_ID, "data": MESSAGE} per message, and '
+        '{"event": "end", "id": null, "data": {"code", "detail"}} when the platform ends the '
+        "stream (it reconnects after TOKEN_EXPIRED, TOKEN_REVOKED and SHUTDOWN; after REPLACED, "
+        "another stream with this device id, it exits 1). Keep-alives are not printed. A "
+        "message is acknowledged once its line is written out (flushed), unless --no-ack. "
+        "Runs until SIGTERM or SIGINT, or --count messages.",
+    )
+    stream.add_argument(
+        "--max-outstanding",
+        type=_bounded(1, 1000),
+        default=100,
+        metavar="N",
+        help="messages delivered and not yet acknowledged at a time, 1..1000 (100)",
+    )
+    stream.add_argument(
+        "--lease", type=_bounded(1, 43200), default=30, metavar="SECONDS", help="1..43200 (30)"
+    )
+    stream.add_argument(
+        "--count",
+        type=_bounded(1, 1_000_000),
+        metavar="N",
+        help="exit once N messages are printed (the stream's max outstanding is N at most)",
+    )
+    stream.add_argument(
+        "--no-ack",
+        dest="ack",
+        action="store_false",
+        help="acknowledge nothing: the messages come back once their lease runs out (at once "
+        "to this device id's next stream or receive), and at most --max-outstanding are printed "
+        "until then",
     )
     return parser
 
@@ -113,8 +169,8 @@ def _client() -> ExchangeClient:
         raise UsageError(f"EXCHANGE_DEVICE_ID: {error}") from None
 
 
-def _print(body: dict[str, Any]) -> None:
-    print(json.dumps(body, ensure_ascii=False, separators=(",", ":")))  # noqa: T201
+def _print(body: dict[str, Any], *, flush: bool = False) -> None:
+    print(json.dumps(body, ensure_ascii=False, separators=(",", ":")), flush=flush)  # noqa: T201
 
 
 def _payload(text: str) -> Any:
@@ -187,6 +243,17 @@ def _run(
             idempotency_key=arguments.idempotency_key,
         )
         _print({"messageId": sent.message_id, "duplicate": sent.duplicate})
+    elif arguments.command == "stream":
+        count = arguments.count
+        _stream(
+            client,
+            client.stream(
+                max_outstanding=min(arguments.max_outstanding, count or arguments.max_outstanding),
+                lease=arguments.lease,
+            ),
+            acks=arguments.ack,
+            count=count,
+        )
     else:
         wait = arguments.wait
         if wait is None:
@@ -197,7 +264,48 @@ def _run(
             wait=wait,
             lease=arguments.lease,
             until_empty=arguments.until_empty,
+            transport=arguments.transport,
         )
+
+
+def _stream(
+    client: ExchangeClient, stream: MessageStream, *, acks: bool, count: int | None
+) -> None:
+    """Print the stream's events until SIGTERM or SIGINT (or ``count`` messages); acknowledge
+    each message once its line is out. Stopped, it acknowledges what it printed and exits 0;
+    replaced, it does so and raises StreamReplaced."""
+    acknowledger = None
+    if acks:
+        batch = ack_threshold(ACK_BATCH, stream.max_outstanding)
+        acknowledger = Acknowledger(client, batch=batch, interval=ACK_INTERVAL_MS / 1000)
+    restore = stop_on_signals(client)
+    printed = 0
+    try:
+        for event in stream.events():
+            try:
+                _print(event.to_json(), flush=True)
+            except BrokenPipeError:  # the reader went away (| head): stop, as a signal does
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                break
+            if event.message is not None:
+                printed += 1
+                if acknowledger is not None:
+                    acknowledger.add(event.message)
+                if printed == count:
+                    break
+    except StreamReplaced:
+        if acknowledger is not None:
+            acknowledger.close(flush=True)
+        raise
+    except BaseException:
+        if acknowledger is not None:
+            acknowledger.close(flush=False)
+        raise
+    finally:
+        stream.close()
+        restore()
+    if acknowledger is not None:
+        acknowledger.close(flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

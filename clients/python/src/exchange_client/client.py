@@ -2,13 +2,8 @@
 
 It keeps what the platform asks of every adapter (docs/adapters.md of the platform):
 
-- the token pair: signs in lazily; on 401 ``TOKEN_EXPIRED`` refreshes and tries again; when the
-  refresh is refused (expired, revoked, reused) or the session ended (``TOKEN_REVOKED``), signs in
-  again; one renewal at a time, whatever the number of threads;
+- the token pair, renewed when it must be, and the device token (exchange_client.session);
 - the device binding: ``X-Device-ID`` on every request;
-- the device token: kept from each sign-in and sent back in ``X-Device-Token`` when it signs in
-  again, so that wrong passwords typed by others, which lock the account, do not lock this
-  client out (a restart starts without one);
 - retries of what passes by itself (no connection, 429, 503), with back-off, jitter and the
   platform's ``Retry-After``; every operation is safe to repeat: a send carries an
   ``Idempotency-Key`` (the same one on every retry), an ACK or a release repeated is harmless,
@@ -24,21 +19,18 @@ import socket
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import httpx
 
-from exchange_client.errors import (
-    AuthenticationError,
-    ExchangeError,
-    Unavailable,
-    error_from_problem,
-)
+from exchange_client.errors import ExchangeError, error_from_problem
 from exchange_client.messages import Message, Outgoing, Sent
-from exchange_client.retries import NO_RETRIES, Deadline, RetryPolicy
+from exchange_client.retries import Deadline, RetryPolicy
+from exchange_client.session import Session
+from exchange_client.stream import IDLE_TIMEOUT, MessageStream
 
 if TYPE_CHECKING:
     from exchange_client.consumer import Handler, Summary
@@ -51,11 +43,6 @@ _Client = TypeVar("_Client", bound="ExchangeClient")
 DEVICE_ID_ENV = "EXCHANGE_DEVICE_ID"
 _DEVICE_ID = re.compile(r"[\x20-\x7e]{1,128}")
 MAX_BATCH = 100  # messages per batch send, ids or receipt handles per ACK, release or extend
-# 401 codes after which new tokens may help: an expired access token (refresh), a session that
-# ended (sign in again: a rotated password then fails as AuthenticationError).
-_RENEWABLE = {"TOKEN_EXPIRED": True, "TOKEN_REVOKED": False}
-# Sign-in answers that no retry changes.
-_SIGN_IN_REFUSED = {401, 403, 409, 423, 428}
 
 
 def default_device_id() -> str:
@@ -72,29 +59,6 @@ def default_device_id() -> str:
     return "".join(c if " " <= c <= "~" else "-" for c in name)[:128]
 
 
-@dataclass(frozen=True)
-class _Tokens:
-    access: str
-    refresh: str
-
-    @classmethod
-    def from_json(cls, body: dict[str, Any]) -> _Tokens:
-        return cls(access=body["accessToken"], refresh=body["refreshToken"])
-
-
-def _problem(response: httpx.Response) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    return body if isinstance(body, dict) else {"detail": response.text[:200]}
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After", "")
-    return float(value) if value.isdigit() else None
-
-
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), MAX_BATCH):
         yield items[start : start + MAX_BATCH]
@@ -103,8 +67,9 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
 class ExchangeClient:
     """An adapter signed in to the platform at ``base_url``, as one consumer instance.
 
-    Thread-safe: threads may share a client for sends; one receive loop per client (per device
-    id), since a device id's unacknowledged messages come back on its next receive.
+    Thread-safe: threads may share a client for sends; one receive loop or stream per client
+    (per device id), since a device id's unacknowledged messages come back on its next receive,
+    and its newest stream replaces the one open.
     """
 
     def __init__(
@@ -122,10 +87,7 @@ class ExchangeClient:
         self.device_id = device_id or default_device_id()
         if not _DEVICE_ID.fullmatch(self.device_id):
             raise ValueError("device_id must be 1 to 128 printable ASCII characters")
-        self.retry = retry or RetryPolicy()
-        self._password = password
-        self._timeout = timeout
-        self._http = httpx.Client(
+        http = httpx.Client(
             base_url=base_url.rstrip("/"),
             timeout=timeout,
             transport=transport,
@@ -135,10 +97,23 @@ class ExchangeClient:
             # built here and parsed there (docs/performance.md, bench/client.py).
             cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
         )
-        self._tokens: _Tokens | None = None
-        self._device_token: str | None = None  # renewed by every sign-in
-        self._renewing = threading.Lock()
+        self._session = Session(
+            http, login, password, retry=retry or RetryPolicy(), timeout=timeout
+        )
+        self._call = self._session.call
         self.stopping = threading.Event()
+        # Reentrant: stop() may run in a signal handler that interrupted this thread's stream().
+        self._streams_lock = threading.RLock()
+        self._streams: weakref.WeakSet[MessageStream] = weakref.WeakSet()
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """When and how long to wait before trying again what passes by itself."""
+        return self._session.retry
+
+    @retry.setter
+    def retry(self, policy: RetryPolicy) -> None:
+        self._session.retry = policy
 
     @classmethod
     def from_env(cls, **options: Any) -> ExchangeClient:
@@ -158,7 +133,7 @@ class ExchangeClient:
         self.close()
 
     def close(self) -> None:
-        self._http.close()
+        self._session.http.close()
 
     # --- The exchange API ---------------------------------------------------------------------
 
@@ -253,7 +228,7 @@ class ExchangeClient:
         # rebuilds the URL on every call, a tenth of a batch-1 loop's CPU (docs/performance.md).
         query = f"max={max_messages}&waitSeconds={wait_seconds}&leaseSeconds={lease_seconds}"
         answer = self._call(
-            "GET", f"/api/exchange/messages?{query}", timeout=self._timeout + wait_seconds
+            "GET", f"/api/exchange/messages?{query}", timeout=self._session.timeout + wait_seconds
         ).json()
         return [Message.from_json(raw) for raw in answer["messages"]]
 
@@ -287,7 +262,7 @@ class ExchangeClient:
             "POST",
             "/api/exchange/messages/ack",
             json={"messageIds": last, "receive": receive},
-            timeout=self._timeout + wait_seconds,
+            timeout=self._session.timeout + wait_seconds,
         ).json()
         results.update((r["messageId"], r["status"]) for r in answer["results"])
         return results, [Message.from_json(raw) for raw in answer["messages"]]
@@ -306,6 +281,22 @@ class ExchangeClient:
             "/api/exchange/messages/lease", messages, {"leaseSeconds": lease_seconds}
         )
 
+    def stream(
+        self, *, max_outstanding: int = 100, lease: int = 30, idle_timeout: float = IDLE_TIMEOUT
+    ) -> MessageStream:
+        """The messages the platform pushes as they come, up to ``max_outstanding`` (1..1000)
+        unsettled at a time, each leased ``lease`` seconds: see exchange_client.stream. It
+        connects when first iterated and reconnects by itself, taking a connection silent for
+        ``idle_timeout`` seconds for dead; it ends when closed or when ``stop()`` is called;
+        StreamReplaced when another stream opened with this device id. Settle what it yields
+        with ``ack``, ``release`` or ``extend``."""
+        stream = MessageStream(
+            self._session, max_outstanding=max_outstanding, lease=lease, idle_timeout=idle_timeout
+        )
+        with self._streams_lock:
+            self._streams.add(stream)
+        return stream
+
     def consume(
         self,
         handler: Handler,
@@ -316,6 +307,9 @@ class ExchangeClient:
         until_empty: bool = False,
         release_delay: int = 0,
         handle_signals: bool = True,
+        transport: Literal["stream", "poll"] = "stream",
+        ack_batch: int = 50,
+        ack_interval_ms: int = 20,
     ) -> Summary:
         """Receive and handle messages until stopped: see exchange_client.consumer.consume."""
         from exchange_client.consumer import consume
@@ -329,26 +323,26 @@ class ExchangeClient:
             until_empty=until_empty,
             release_delay=release_delay,
             handle_signals=handle_signals,
+            transport=transport,
+            ack_batch=ack_batch,
+            ack_interval_ms=ack_interval_ms,
         )
 
     def stop(self) -> None:
         """Ask a running consume() to finish the message in hand, give back the rest it holds,
-        and return (what SIGTERM and SIGINT do)."""
+        and return (what SIGTERM and SIGINT do); end every stream() of this client. Safe from
+        any thread and from a signal handler."""
         self.stopping.set()
+        with self._streams_lock:
+            streams = list(self._streams)
+        for stream in streams:
+            stream.close()
 
     def logout(self) -> None:
         """End this client's session on the platform (both tokens stop working); the next call
         signs in again. One attempt, no retries: a session a logout could not end still ends when
         its refresh token does."""
-        with self._renewing:
-            tokens, self._tokens = self._tokens, None
-        if tokens is not None:
-            refresh = {"refreshToken": tokens.refresh}
-            answer = self._exchange("POST", "/api/auth/logout", json=refresh, retry=NO_RETRIES)
-            if answer.status_code != 200:
-                raise error_from_problem(answer.status_code, _problem(answer))
-
-    # --- Requests, tokens and retries ---------------------------------------------------------
+        self._session.logout()
 
     def _by_receipt(
         self, path: str, messages: Iterable[Message | str], options: dict[str, int]
@@ -359,125 +353,3 @@ class ExchangeClient:
             answer = self._call("POST", path, json={"receiptHandles": chunk, **options})
             results.update((r["messageId"], r["status"]) for r in answer.json()["results"])
         return results
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        params: Mapping[str, int] | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> httpx.Response:
-        """An exchange request with the session's access token, renewed when it must be."""
-        for renewals in range(3):
-            tokens = self._session()
-            answer = self._exchange(
-                method,
-                path,
-                json=json,
-                params=params,
-                headers={"Authorization": f"Bearer {tokens.access}", **(headers or {})},
-                timeout=timeout,
-            )
-            if answer.status_code < 400:
-                return answer
-            problem = _problem(answer)
-            refresh = _RENEWABLE.get(str(problem.get("code")))
-            if answer.status_code != 401 or refresh is None or renewals == 2:
-                raise error_from_problem(answer.status_code, problem)
-            self._renew(tokens, refresh=refresh)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _exchange(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        params: Mapping[str, int] | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        retry: RetryPolicy | None = None,
-    ) -> httpx.Response:
-        """One request, retried while it fails by itself (no connection, 429, 503) and the
-        policy's time allows; the last answer, or Unavailable when none came."""
-        policy = retry or self.retry
-        deadline = Deadline(policy.give_up_after)
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                answer = self._http.request(
-                    method,
-                    path,
-                    json=json,
-                    params=params,
-                    headers=headers,
-                    timeout=timeout if timeout is not None else self._timeout,
-                )
-            except httpx.TransportError as error:
-                wait = policy.wait(attempt, None)
-                if not deadline.allows(wait):
-                    reason = str(error) or repr(error)
-                    raise Unavailable(None, "CONNECTION_FAILED", reason) from error
-                logger.warning("%s %s: %r; retrying in %.1f s", method, path, error, wait)
-            else:
-                if answer.status_code not in (429, 503):
-                    return answer
-                wait = policy.wait(attempt, _retry_after(answer))
-                if not deadline.allows(wait):
-                    return answer
-                logger.warning(
-                    "%s %s: %s; retrying in %.1f s", method, path, answer.status_code, wait
-                )
-            time.sleep(wait)
-
-    def _session(self) -> _Tokens:
-        tokens = self._tokens
-        if tokens is None:
-            with self._renewing:
-                if self._tokens is None:
-                    self._tokens = self._sign_in()
-                tokens = self._tokens
-        return tokens
-
-    def _renew(self, stale: _Tokens, *, refresh: bool) -> None:
-        """New tokens in place of ``stale``: refreshed, or by signing in again when the refresh
-        is refused. Threads whose call failed with the same tokens wait here for one renewal."""
-        with self._renewing:
-            if self._tokens is not stale:
-                return  # another thread renewed them meanwhile
-            if refresh:
-                answer = self._exchange(
-                    "POST", "/api/auth/refresh", json={"refreshToken": stale.refresh}
-                )
-                if answer.status_code == 200:
-                    self._tokens = _Tokens.from_json(answer.json())
-                    return
-                if answer.status_code != 401:
-                    raise error_from_problem(answer.status_code, _problem(answer))
-                logger.info("Refresh refused (%s): signing in again", _problem(answer).get("code"))
-            self._tokens = self._sign_in()
-
-    def _sign_in(self) -> _Tokens:
-        answer = self._exchange(
-            "POST",
-            "/api/auth/login/username",
-            json={"username": self.login, "password": self._password},
-            headers={"X-Device-Token": self._device_token} if self._device_token else None,
-        )
-        if answer.status_code == 200:
-            body = answer.json()
-            self._device_token = body.get("deviceToken") or self._device_token
-            return _Tokens.from_json(body)
-        problem = _problem(answer)
-        if answer.status_code in _SIGN_IN_REFUSED:
-            raise AuthenticationError(
-                answer.status_code,
-                str(problem.get("code") or f"HTTP_{answer.status_code}"),
-                str(problem.get("detail") or ""),
-                problem,
-            )
-        raise error_from_problem(answer.status_code, problem)

@@ -1,5 +1,9 @@
 """The at-least-once consume loop: receive, handle, acknowledge, in that order, until stopped.
 
+It runs on the push stream (exchange_client.stream_consumer) unless told to long-poll, or
+``until_empty`` asks for a receive that can come back empty, or the platform has no stream.
+Long polling:
+
 - Each receive leases a batch; the handler is called once per message, in order.
 - A message whose handler returned is acknowledged, in one ACK per batch, before the next
   receive (a device id's unacknowledged messages would come back on it). When the whole batch
@@ -22,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from exchange_client.messages import Message
 
@@ -53,7 +57,7 @@ class Summary:
     given_back: int = 0
 
 
-class _LeaseKeeper:
+class LeaseKeeper:
     """A thread that extends the leases of the messages the loop holds and has not yet
     acknowledged or released: those with less than half a lease left, every quarter of a lease."""
 
@@ -103,7 +107,17 @@ class _LeaseKeeper:
                 logger.warning("Leases lost while handling: %s", ", ".join(lost))
 
 
-def _stop_on_signals(client: ExchangeClient) -> Callable[[], None]:
+def log_failure(message: Message, error: Exception) -> None:
+    logger.warning(
+        "Handler failed on %s (delivery %d): %s; releasing it",
+        message.message_id,
+        message.delivery_count,
+        error,
+        exc_info=not isinstance(error, Release),
+    )
+
+
+def stop_on_signals(client: ExchangeClient) -> Callable[[], None]:
     """SIGTERM and SIGINT stop the loop (main thread only); returns what puts them back."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
@@ -134,41 +148,91 @@ def consume(
     until_empty: bool = False,
     release_delay: int = 0,
     handle_signals: bool = True,
+    transport: Literal["stream", "poll"] = "stream",
+    ack_batch: int = 50,
+    ack_interval_ms: int = 20,
 ) -> Summary:
-    """Receive up to ``batch`` messages at a time (long-polling up to ``wait`` seconds, leases
-    of ``lease`` seconds) and call ``handler`` on each, until stopped, or, with
-    ``until_empty``, until a receive finds nothing. The handler must be idempotent: delivery is
-    at least once."""
+    """Call ``handler`` on each message of the queue, leased ``lease`` seconds, holding up to
+    ``batch`` at a time, until stopped (or, with ``until_empty``, until a receive finds
+    nothing). The handler must be idempotent: delivery is at least once.
+
+    ``transport="stream"``: on the push stream (``batch`` its maxOutstanding, 1..1000), ACKs
+    sent by ``ack_batch`` or every ``ack_interval_ms``, whichever comes first (see
+    exchange_client.stream_consumer); where the platform has no stream, and with
+    ``until_empty`` (a stream never says the queue is empty), long polling.
+    ``transport="poll"``: long polling, ``wait`` seconds (0..20) per receive of up to ``batch``
+    (1..100) messages, one ACK per batch.
+    """
+    if transport not in ("stream", "poll"):
+        raise ValueError(f"transport must be 'stream' or 'poll', not {transport!r}")
     summary = Summary()
     client.stopping.clear()
-    keeper = _LeaseKeeper(client, lease)
-    restore = _stop_on_signals(client) if handle_signals else (lambda: None)
-    receiving = (batch, min(wait, IDLE_POLL_SECONDS), lease)
+    keeper = LeaseKeeper(client, lease)
+    restore = stop_on_signals(client) if handle_signals else (lambda: None)
     try:
-        following: list[Message] | None = None  # what the last batch's ACK received
-        while not client.stopping.is_set():
-            messages = following if following is not None else client.receive(*receiving)
-            following = None
-            if messages:
-                following = _handle(
-                    client, handler, messages, keeper, summary, release_delay, receiving
-                )
-            elif until_empty:
-                break
-        if following:  # received by the last ACK as the loop was stopped: given back at once
-            client.release(following)
-            summary.given_back += len(following)
+        if transport == "stream" and not until_empty:
+            from exchange_client.stream_consumer import consume_stream
+
+            supported = consume_stream(
+                client,
+                handler,
+                keeper,
+                summary,
+                batch=batch,
+                lease=lease,
+                release_delay=release_delay,
+                ack_batch=ack_batch,
+                ack_interval=ack_interval_ms / 1000,
+            )
+            if supported:
+                return summary
+            logger.info("The platform has no push stream: long polling")
+        _poll(
+            client,
+            handler,
+            keeper,
+            summary,
+            (min(batch, 100), min(wait, IDLE_POLL_SECONDS), lease),
+            until_empty,
+            release_delay,
+        )
     finally:
         keeper.close()
         restore()
     return summary
 
 
+def _poll(
+    client: ExchangeClient,
+    handler: Handler,
+    keeper: LeaseKeeper,
+    summary: Summary,
+    receiving: tuple[int, int, int],
+    until_empty: bool,
+    release_delay: int,
+) -> None:
+    """Receive, handle, ACK, until stopped or, with ``until_empty``, until a receive finds
+    nothing. ``receiving``: each receive's max, wait and lease seconds."""
+    following: list[Message] | None = None  # what the last batch's ACK received
+    while not client.stopping.is_set():
+        messages = following if following is not None else client.receive(*receiving)
+        following = None
+        if messages:
+            following = _handle(
+                client, handler, messages, keeper, summary, release_delay, receiving
+            )
+        elif until_empty:
+            break
+    if following:  # received by the last ACK as the loop was stopped: given back at once
+        client.release(following)
+        summary.given_back += len(following)
+
+
 def _handle(
     client: ExchangeClient,
     handler: Handler,
     messages: list[Message],
-    keeper: _LeaseKeeper,
+    keeper: LeaseKeeper,
     summary: Summary,
     release_delay: int,
     receiving: tuple[int, int, int],
@@ -187,13 +251,7 @@ def _handle(
             try:
                 handler(message)
             except Exception as error:
-                logger.warning(
-                    "Handler failed on %s (delivery %d): %s; releasing it",
-                    message.message_id,
-                    message.delivery_count,
-                    error,
-                    exc_info=not isinstance(error, Release),
-                )
+                log_failure(message, error)
                 failed.append(message)
             else:
                 done.append(message)

@@ -78,6 +78,17 @@ class Unavailable(ExchangeError):
     ``CONNECTION_FAILED``)."""
 
 
+class StreamReplaced(ExchangeError):
+    """The platform ended a stream because another one opened for the same adapter and device
+    id (``end`` event ``REPLACED``; ``status`` None). The stream does not reconnect: two
+    consumers sharing a device id would take each other's stream in turn."""
+
+
+class StreamUnsupported(ExchangeError):
+    """The platform has no push stream (404 or 405 on its path, or an answer that is not an
+    event stream): long-poll instead, as ``consume()`` does by itself."""
+
+
 _BY_STATUS: dict[int, type[ExchangeError]] = {
     400: ValidationError,
     403: PermissionDenied,
