@@ -1,6 +1,6 @@
 """The exchange benchmark: one run, one table.
 
-    .venv/bin/python -m bench.throughput [--quick] [--only abcdefghk] [--duration S] ...
+    .venv/bin/python -m bench.throughput [--quick] [--only abcdefghijk] [--duration S] ...
 
 It builds a database of its own (``exchange_bench``, or ``--database``'s name: on the server of
 DATABASE_URL when that is set, on the embedded PostgreSQL otherwise; dropped and created anew on
@@ -14,7 +14,10 @@ latency, authentication's cost against a bare Django view, and receive latency a
 depth; (k), 2,000 adapters waiting in long polls at once (``waiting``). Then (g) and (h) of
 ``comparison``: sending only, and
 sending, receiving and acknowledging at once, the API beside the machine's RabbitMQ
-(RABBITMQ_URL) doing the same work, in turns.
+(RABBITMQ_URL) doing the same work, in turns. Then the push stream's figures of
+``stream_figures``: (i) one-at-a-time handlers on streams with the adapters' client against
+RabbitMQ's basic_consume, on queues filled before each turn; (j) a stream's latency at a low rate
+beside RabbitMQ's and (d)'s, and a logout's end of a stream; (k) again with 2,000 streams open.
 
 HTTP load comes from wrk (C, one connection per thread) with a Lua script that ACKs what each
 receive returned, so the client takes little of the machine's CPU; the latency figures (d, f) come
@@ -28,5 +31,8 @@ raw psycopg loops and wrk), ``latency`` (the Python clients of (d) and (f)), ``w
 thousands of waiting consumers), ``figures`` (each
 figure measured into a row), ``flow`` (the producer and consumer processes of (g) and (h)),
 ``api`` and ``rabbitmq`` (their loops on each side), ``comparison`` ((g) and (h) into rows),
-``profiling`` (py-spy, ``--profile``), ``report`` (the table).
+``events`` (a stream's events read off the wire), ``stream_handlers`` ((i)'s workers on each
+side), ``stream_latency`` ((j)), ``streams_held`` ((k)'s thousands of streams),
+``stream_figures`` ((i), (j) and (k)'s streams into rows), ``profiling`` (py-spy,
+``--profile``), ``report`` (the table).
 """

@@ -33,6 +33,7 @@ from bench.throughput.servers import (
     server_start,
     sign_in,
 )
+from bench.throughput.stream_figures import push
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -45,8 +46,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, help="seconds measured per throughput figure")
     parser.add_argument(
         "--only",
-        default="abcdefghk",
-        help="phases to run, e.g. 'ab' (default: all of abcdefghk)",
+        default="abcdefghijk",
+        help="phases to run, e.g. 'ab' (default: all of abcdefghijk; i, j and k's second half "
+        "measure push streams)",
     )
     parser.add_argument(
         "--profile",
@@ -104,11 +106,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep_db:
             cleanup.callback(database_drop, database_url, args.database)
         broker, rabbitmq = None, ""
-        if phases & set("gh"):
+        if phases & set("ghij"):
             try:
                 broker, version = cleanup.enter_context(bench_queue())
             except (OSError, AMQPError) as error:
-                print(f"(g) and (h) need RabbitMQ (RABBITMQ_URL): {error}", file=sys.stderr)
+                print(f"(g) to (j) need RabbitMQ (RABBITMQ_URL): {error}", file=sys.stderr)
                 return 2
             rabbitmq = f"{version} at {broker.where}"
         redis = cleanup.enter_context(redis_for_bench(workdir))
@@ -135,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         measure(bench, phases)
         compare(bench, phases)
+        push(bench, phases)
 
     setting = Setting(
         node=platform.node(),

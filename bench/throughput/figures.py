@@ -62,7 +62,8 @@ class Bench:
     notes: list[str] = field(default_factory=list)
     before: dict[str, float] = field(default_factory=dict)  # the machine's CPU before each
     indexes: dict[str, str] = field(default_factory=dict)  # index_note() of a phase
-    rabbitmq: Broker | None = None  # the queue of (g) and (h)
+    rabbitmq: Broker | None = None  # the queue of (g), (h), (i) and (j)
+    values: dict[str, float] = field(default_factory=dict)  # figures later rows compare with
 
     @property
     def consumer_ids(self) -> list[int]:
@@ -231,6 +232,7 @@ def long_poll(bench: Bench) -> None:
         f"  (send call p50 {percentile(d.send_ms, 0.5):.1f} ms; errors {d.errors or 0})",
     )
     p50, p99 = percentile(d.latencies_ms, 0.5), percentile(d.latencies_ms, 0.99)
+    bench.values.update({"(d)p50": p50, "(d)p99": p99})
     what = (
         f"long poll, send -> receive, {len(d.latencies_ms)} msgs at "
         f"{plan.longpoll_rate:g}/s, {plan.clients} waiting consumers"

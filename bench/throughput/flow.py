@@ -171,15 +171,16 @@ def flow_turn(
     *,
     spread: bool,
     backlog: int | None,
+    connect: float = CONNECT_SECONDS,
 ) -> Flow:
     """One turn of ``workers``, their backlog bounded by ``backlog`` messages (None: producers
-    alone). With ``spread``, a turn whose HTTP connections land unevenly on gunicorn's workers
-    is called off in its warm-up and started again on new connections, up to UNEVEN_RETRIES
-    times, as wrk's runs are (``load.uneven``)."""
+    alone), started ``connect`` seconds after they are forked. With ``spread``, a turn whose HTTP
+    connections land unevenly on gunicorn's workers is called off in its warm-up and started
+    again on new connections, up to UNEVEN_RETRIES times, as wrk's runs are (``load.uneven``)."""
     context = multiprocessing.get_context("fork")
     splits: list[str] = []
     while True:
-        start = time.monotonic() + CONNECT_SECONDS
+        start = time.monotonic() + connect
         window = Window(start, start + warmup, start + warmup + duration)
         abort = context.Event()
         shared = Backlog(context, backlog)

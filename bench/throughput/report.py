@@ -71,7 +71,7 @@ class Setting:
     clients: int
     duration: float
     quick: bool
-    rabbitmq: str = ""  # the broker of (g) and (h), and its queue
+    rabbitmq: str = ""  # the broker of (g) to (j), and its queue
     producers: int = 0  # of (g) and (h), and as many consumers in (h)
 
 
@@ -95,7 +95,9 @@ def report(setting: Setting, rows: list[Row], notes: list[str], profiles: list[s
         "the figures of each ratio in turns (a warm-up of 1 s before each turn)"
         + (" (--quick)" if setting.quick else ""),
     ]
-    if setting.rabbitmq:
+    if setting.rabbitmq and not setting.producers:
+        lines.append(f"(i) and (j): RabbitMQ {setting.rabbitmq}")
+    elif setting.rabbitmq:
         lines.append(
             f"(g) and (h): {setting.producers} producers (and in (h) {setting.producers} "
             "consumers) per side, Python processes: http.client against the API, py-amqp "

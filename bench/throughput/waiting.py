@@ -44,7 +44,7 @@ for n in range({count}):
         defaults={{"kind": User.Kind.ADAPTER, "owner": owner, "password": "!"}},
     )
     device = Device(
-        key=f"d:waiter-{{n}}", device_id=f"waiter-{{n}}", user_agent="bench", ip="127.0.0.1"
+        key=f"d:{device}-{{n}}", device_id=f"{device}-{{n}}", user_agent="bench", ip="127.0.0.1"
     )
     _, pair = session_start(user=adapter, device=device)
     made.append([adapter.pk, pair.access_token, device.device_id])
@@ -87,8 +87,11 @@ class Waiting:
         return 1024 * (self.rss_waiting_mb - self.rss_idle_mb) / max(self.waiters, 1)
 
 
-def waiters_create(database_url: str, count: int) -> list[Waiter]:
-    out = manage(database_url, "shell", "-c", WAITERS_CODE.format(count=count))
+def waiters_create(database_url: str, count: int, device: str = "waiter") -> list[Waiter]:
+    """``count`` adapters (made once, then found again), each with a new session on the device
+    ``<device>-<n>``."""
+    code = WAITERS_CODE.format(count=count, device=device)
+    out = manage(database_url, "shell", "-c", code)
     line = next(line for line in out.splitlines() if line.startswith("BENCH "))
     return [Waiter(int(a), str(b), str(c)) for a, b, c in json.loads(line[6:])]
 
