@@ -134,10 +134,12 @@ def test_nginx_accepts_the_configuration() -> None:
         assert "test is successful" in result.stderr
 
 
-def test_long_polls_fit_in_the_proxy_timeouts() -> None:
+def test_long_polls_and_streams_fit_in_the_proxy_timeouts() -> None:
     text = (NGINX_DIR / "templates" / "platform.conf.template").read_text()
     (read_timeout,) = re.findall(r"proxy_read_timeout\s+(\d+)s;", text)
     assert int(read_timeout) > 20  # the exchange API's longest long poll
+    # A stream's heartbeat, at most 60 s (tests/platform/test_settings.py refuses 61).
+    assert int(read_timeout) > 60
 
 
 # --- a live nginx in front of a stub backend --------------------------------------------------------

@@ -219,6 +219,29 @@ def test_waiting_receives_beyond_the_process_bound_get_503_server_busy(
     assert live_server.app.waiting.count == 0
 
 
+def test_a_stopping_server_answers_its_waiting_long_polls_at_once(
+    pair, django_db_setup: None, long_polls: LongPolls
+):
+    server = LiveServer()
+    client = LiveClient(server, device_id="lp-1")
+    try:
+        client.sign_in("lp-consumer")
+        thread, result = in_thread(
+            lambda: client.call("get", "/api/exchange/messages?waitSeconds=20")
+        )
+        long_polls.waiting(1)
+
+        server.stop()
+        thread.join(timeout=25)
+
+        assert (result["value"].status_code, result["value"].json()) == (200, {"messages": []})
+        # Its wait neither ran out nor was notified: the stop ended it.
+        assert long_polls.woken == {}
+    finally:
+        client.close()
+        server.stop()
+
+
 def test_parallel_consumers_never_hold_the_same_message_and_lose_none(pair):
     consumer, sender = pair
     sent = {str(send_to(sender, consumer, n)) for n in range(400)}

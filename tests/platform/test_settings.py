@@ -255,6 +255,12 @@ def run_settings(code: str, **variables: str) -> subprocess.CompletedProcess[str
         ),
         ("EMAIL_URL", "gmail", "EMAIL_URL='gmail' is not valid"),
         ("REDIS_SOCKET_TIMEOUT_SECONDS", "0", "REDIS_SOCKET_TIMEOUT_SECONDS='0' is not valid"),
+        # Above nginx's read timeout for streams less a margin (tests/deploy/test_nginx.py).
+        (
+            "EXCHANGE_STREAM_HEARTBEAT_SECONDS",
+            "61",
+            "EXCHANGE_STREAM_HEARTBEAT_SECONDS='61' is not valid",
+        ),
         (
             "JWT_PREVIOUS_SIGNING_KEYS",
             "an-old-key",
