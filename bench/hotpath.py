@@ -60,7 +60,7 @@ STEPS = [
         "exchange/services/messages.py",
         "messages_ack_receive",
     ),
-    ("send service", "exchange/services/messages.py", "messages_send"),
+    ("send service", "exchange/services/sending.py", "messages_send"),
     ("  batch items (serializers)", "exchange/api/serializers.py", "batch_items"),
     ("input serializers (is_valid)", "rest_framework/serializers.py", "is_valid"),
     ("JSON body parsing", "platform_site/parsers.py", "parse"),

@@ -304,7 +304,7 @@ WHERE id = ANY(string_to_array(%(recipients)s, ',')::bigint[])
 """
 
 # A send: one statement for any number of messages (a batch of up to 100, or one), atomic by itself
-# (exchange/services/messages.py). They arrive as one JSON array of {"id", "to", "type",
+# (exchange/services/sending.py). They arrive as one JSON array of {"id", "to", "type",
 # "payload", "headers"} with "key" and "hash" for a message with an idempotency key: services
 # .messages writes each payload out anyway to measure it, and one text parameter costs less than
 # arrays of 100. The keys are claimed first (in the keys' order, so two batches that share keys

@@ -25,9 +25,9 @@ from accounts.web.forms import AdapterCreateForm
 from accounts.web.sentences import ROUTE_GRANT, ROUTE_WITHDRAW, error_sentence
 from exchange.selectors import dead_letters_recent, messages_recent, queue_stats
 from exchange.services.dead_letters import dead_letters_redrive
-from exchange.services.messages import message_send
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
+from exchange.services.sending import message_send
 from platform_site.errors import ApplicationError, ValidationFailed
 
 RECENT = 20

@@ -10,7 +10,7 @@ from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from exchange.services.messages import NOT_JSON, Outgoing
+from exchange.services.sending import NOT_JSON, Outgoing
 from platform_site.errors import ApplicationError, application_error_for
 from platform_site.serializers import BIGINT_MAX, Input
 

@@ -1,12 +1,12 @@
 from django.urls import path
 
-from exchange.api import views
+from exchange.api import stream, views
 
 urlpatterns = [
     path("whoami", views.WhoAmIApi.as_view()),
     path("messages", views.MessagesApi.as_view()),
     path("messages/batch", views.MessagesBatchApi.as_view()),
-    path("messages/stream", views.MessagesStreamApi.as_view()),
+    path("messages/stream", stream.MessagesStreamApi.as_view()),
     path("messages/ack", views.MessagesAckApi.as_view()),
     path("messages/nack", views.MessagesNackApi.as_view()),
     path("messages/lease", views.MessagesLeaseApi.as_view()),

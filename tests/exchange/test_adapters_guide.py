@@ -24,7 +24,7 @@ from time_machine import TimeMachineFixture
 from accounts.models import Session, User
 from accounts.services.adapters import AdapterCredentials, adapter_create
 from exchange.models import DeliveryLog, Message
-from exchange.services.messages import message_send
+from exchange.services.sending import message_send
 from tests.conftest import ROOT, LongPolls
 from tests.factories import UserFactory
 

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import User
 from exchange.models import IdempotencyKey, Message
-from exchange.services.messages import Outgoing, Sent, messages_send
+from exchange.services.sending import Outgoing, Sent, messages_send
 from platform_site.errors import ApplicationError
 from tests.conftest import ApiClient, LongPolls
 from tests.exchange.test_messages_api import ack, receive, send

@@ -63,7 +63,8 @@ def test_partitions_older_than_the_history_are_dropped_whole(settings):
 
 
 def test_an_acked_message_lands_in_its_days_partition(consumer, adapter):
-    from exchange.services.messages import message_send, messages_ack
+    from exchange.services.messages import messages_ack
+    from exchange.services.sending import message_send
 
     sent = message_send(
         sender=adapter, to=adapter.pk, type="t", payload={}, headers={}, idempotency_key=None

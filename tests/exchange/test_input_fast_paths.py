@@ -20,7 +20,7 @@ from exchange.api.serializers import (
     receive_options,
     send_input,
 )
-from exchange.services.messages import Outgoing
+from exchange.services.sending import Outgoing
 from platform_site.errors import ApplicationError
 
 QUERIES = [

@@ -14,12 +14,8 @@ from django.db import DataError, connection, connections
 
 from accounts.models import User
 from exchange.models import DeliveryLog, Message
-from exchange.services.messages import (
-    message_send,
-    messages_ack,
-    messages_ack_receive,
-    messages_receive,
-)
+from exchange.services.messages import messages_ack, messages_ack_receive, messages_receive
+from exchange.services.sending import message_send
 from tests.conftest import ApiClient, LongPolls
 from tests.factories import AdapterFactory, UserFactory
 from tests.live import LiveClient, LiveServer

@@ -679,7 +679,7 @@ def test_the_seeds_401_on_ack_story(consumer, sender, adapter, settings):
 def test_the_receipt_handle_postgresql_renders_is_the_one_the_server_parses(
     consumer, sender, adapter
 ):
-    from exchange.services.messages import receipt_handle, receipt_parse
+    from exchange.services.leases import receipt_handle, receipt_parse
 
     send(sender, adapter)
     [held] = receive(consumer)

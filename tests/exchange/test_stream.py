@@ -20,7 +20,7 @@ from accounts.services.accounts import account_set_active
 from exchange import streams
 from exchange.api.serializers import DeliveryOutput
 from exchange.models import Message, Stream
-from exchange.services.messages import message_send
+from exchange.services.sending import message_send
 from tests.events import EventReader
 from tests.factories import AdapterFactory, UserFactory
 from tests.live import LiveClient, LiveServer
