@@ -127,8 +127,7 @@ def redis_health() -> Health:
 
 def indicators() -> dict[str, Callable[[], Health]]:
     """The components of /actuator/health: db, diskSpace and ping, and redis only with
-    MANAGEMENT_HEALTH_REDIS_ENABLED (off by default, as the original service's broker indicator
-    was off by configuration)."""
+    MANAGEMENT_HEALTH_REDIS_ENABLED (off by default: docs/operations.md, "Health")."""
     found: dict[str, Callable[[], Health]] = {
         "db": db_health,
         "diskSpace": disk_space_health,

@@ -79,7 +79,7 @@ def test_wrong_sms_codes_across_fresh_sign_ins_lock_the_account_before_another_s
     grace, clock
 ):
     sign_ins, answers = [], []
-    for _ in range(4):  # the attack: a fresh sign-in each time five wrong codes are spent
+    for _ in range(4):  # the attack: a fresh sign-in each time five wrong codes are spent
         response = password_step()
         sign_ins.append(outcome(response))
         if response.status_code == 428:

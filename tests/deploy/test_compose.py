@@ -166,7 +166,8 @@ def test_every_service_is_there(config: dict[str, Any]) -> None:
 
 
 def test_every_service_rotates_its_json_logs(config: dict[str, Any]) -> None:
-    # Seed §8: 100 MB per file, 10 files per service.
+    # docs/deployment.md, "Probes and logs against the operational constants": 100 MB per file,
+    # 10 files per service.
     for name, service in config["services"].items():
         assert service.get("logging") == {
             "driver": "json-file",
