@@ -131,7 +131,7 @@ screenshots: install browser
 # The exchange benchmark (docs/performance.md): wrk is the HTTP load generator; (g) and (h) need
 # the RabbitMQ of RABBITMQ_URL (guest on 127.0.0.1:5672 by default): `make bench BENCH_ONLY=abcdef`
 # leaves them out.
-BENCH_ONLY ?= abcdefgh
+BENCH_ONLY ?= abcdefghijk
 bench: install
 	command -v wrk >/dev/null || apt-get install -y -qq wrk || (apt-get update -qq && apt-get install -y -qq wrk)
 	test -n "$$REDIS_URL" || command -v redis-server >/dev/null || apt-get install -y -qq redis-server || (apt-get update -qq && apt-get install -y -qq redis-server)

@@ -25,12 +25,15 @@ tests/exchange/test_bounded_queues.py the depth, purge and trim statements.
 # reads it. The rows come in queue order (RETURNING has none) with the id as text: Python sorts
 # nothing and builds no UUIDs.
 # The claim shared by RECEIVE and STREAM_RECEIVE, after their own ``picked`` (the messages to
-# deliver, locked).
+# deliver, locked). The picked ids are taken as an array, looked up by the primary key: joined to
+# ``picked`` instead, the planner guesses its size, and where it cannot know the LIMIT (a stream's
+# credits are computed in the statement) it guessed a tenth of the table and scanned all of it,
+# twice per claim (32 ms against 2.3 ms with 60,000 messages queued).
 _CLAIM = """
 dead AS (
     DELETE FROM exchange_message m
-    USING picked p
-    WHERE m.message_id = p.message_id AND m.receive_count >= %(max_deliveries)s
+    WHERE m.message_id = ANY(ARRAY(SELECT message_id FROM picked))
+      AND m.receive_count >= %(max_deliveries)s
     RETURNING m.*
 ),
 buried AS (
@@ -49,8 +52,8 @@ claimed AS (
         first_received_at = coalesce(m.first_received_at, statement_timestamp()),
         lease_token = gen_random_uuid(),
         leased_by = %(device)s
-    FROM picked p
-    WHERE m.message_id = p.message_id AND m.receive_count < %(max_deliveries)s
+    WHERE m.message_id = ANY(ARRAY(SELECT message_id FROM picked))
+      AND m.receive_count < %(max_deliveries)s
     RETURNING m.seq, m.message_id, m.receive_count, concat(
         '{"messageId":"', m.message_id,
         '","receiptHandle":"', translate(
@@ -171,14 +174,15 @@ WHERE stream_id = ANY(%(streams)s::uuid[])
 # Delete the recipient's messages and log them, whoever holds their lease (an ACK is never lost
 # to a lease that ran out). Foreign ids match nothing, exactly like unknown ones. The ids come as
 # one comma-separated text and go back as text: a batch of 100 costs Python no UUID objects. When
-# the recipient has a push stream open, its streams are told that credits came free (the 's'
-# notification, exchange/wakeups.py; a row (NULL) in the answer); nobody else is.
+# the recipient has a push stream open, the streams of the devices that held the messages are told
+# that credits came free (the 's' notification, exchange/wakeups.py; a row (NULL) each in the
+# answer); nobody else is.
 ACK = """
 WITH acked AS (
     DELETE FROM exchange_message
     WHERE recipient_id = %(recipient)s AND message_id = ANY(string_to_array(%(ids)s, ',')::uuid[])
     RETURNING message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-              first_received_at, receive_count
+              first_received_at, receive_count, leased_by
 ),
 logged AS (
     INSERT INTO exchange_delivery_log (
@@ -191,9 +195,9 @@ logged AS (
     RETURNING message_id
 ),
 settled AS (
-    SELECT pg_notify('exchange_message', 's' || %(recipient)s)
-    WHERE EXISTS (SELECT 1 FROM logged)
-      AND EXISTS (SELECT 1 FROM exchange_stream WHERE recipient_id = %(recipient)s)
+    SELECT pg_notify('exchange_message', 's' || %(recipient)s || ':' || leased_by)
+    FROM (SELECT DISTINCT leased_by FROM acked WHERE leased_by IS NOT NULL) AS holders
+    WHERE EXISTS (SELECT 1 FROM exchange_stream WHERE recipient_id = %(recipient)s)
 )
 SELECT message_id::text FROM logged
 UNION ALL

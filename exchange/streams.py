@@ -162,8 +162,11 @@ class Stream:
         await self.stopping.wait()
         self.woken.set()
 
-    def wake(self, kind: str) -> None:
-        """A notification for the stream's recipient (exchange.wakeups): look again."""
+    def wake(self, kind: str, device_key: str | None) -> None:
+        """A notification for the stream's recipient (exchange.wakeups): look again, unless it
+        settled another device's messages (they free none of this stream's credits)."""
+        if kind == "s" and device_key != self.device.key:
+            return
         self.woken.set()
 
     def _round(self) -> str | tuple[list[Delivery], float]:

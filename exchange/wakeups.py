@@ -12,10 +12,10 @@ may have been missed: every waiting receive wakes and looks again. While it is d
 every FALLBACK_POLL_SECONDS.
 
 Push streams (exchange/streams.py) watch their recipient: they hear every notification for it,
-kind by kind: "" a message may have arrived (a send, a release), "s" messages were settled (an
-ACK: credits came free), "x" the recipient's streams changed hands (a stream opened), and "*"
-anything may have happened (the listener reconnected). A notification's payload is the kind and
-then the recipient's id ("s42"); long polls hear only arrivals.
+kind by kind: "" a message may have arrived (a send, a release: payload "42"), "s" messages a
+device held were settled (an ACK: credits came free for that device's stream: "s42:d:erp-1"), "x"
+the recipient's streams changed hands (a stream opened: "x42"), and "*" anything may have happened
+(the listener reconnected). Long polls hear only arrivals.
 """
 
 from __future__ import annotations
@@ -51,6 +51,10 @@ for _ended in ("notified", "timed_out"):
     waits.labels(_ended)
 
 
+# Called with a notification's kind and, for "s", the device key whose messages were settled.
+Watcher = Callable[[str, str | None], None]
+
+
 @dataclass(frozen=True)
 class Ticket:
     recipient_id: int
@@ -65,7 +69,7 @@ class Wakeups:
         self._counts = [0] * COUNTERS
         self._epoch = 0  # moved on when the listener (re)connects
         self._waiting: dict[int, set[asyncio.Event]] = {}
-        self._watchers: dict[int, set[Callable[[str], None]]] = {}
+        self._watchers: dict[int, set[Watcher]] = {}
         self._listener: asyncio.Task[None] | None = None
         self.listening = threading.Event()
 
@@ -110,22 +114,22 @@ class Wakeups:
         """Receives waiting in this process now."""
         return sum(len(events) for events in self._waiting.values())
 
-    def wake(self, recipient_id: int, kind: str = "") -> None:
+    def wake(self, recipient_id: int, kind: str = "", device_key: str | None = None) -> None:
         """Tell this process's waiters of ``recipient_id`` (on the event loop)."""
         if not kind:
             self._counts[recipient_id % COUNTERS] += 1
             for event in self._waiting.get(recipient_id, ()):
                 event.set()
         for watcher in list(self._watchers.get(recipient_id, ())):
-            watcher(kind)
+            watcher(kind, device_key)
 
-    def watch(self, recipient_id: int, watcher: Callable[[str], None]) -> None:
-        """Call ``watcher`` with the kind of every notification for ``recipient_id`` (on the event
-        loop), until ``unwatch``."""
+    def watch(self, recipient_id: int, watcher: Watcher) -> None:
+        """Call ``watcher`` with the kind (and the device key, for "s") of every notification for
+        ``recipient_id`` (on the event loop), until ``unwatch``."""
         self._ensure_listener()
         self._watchers.setdefault(recipient_id, set()).add(watcher)
 
-    def unwatch(self, recipient_id: int, watcher: Callable[[str], None]) -> None:
+    def unwatch(self, recipient_id: int, watcher: Watcher) -> None:
         watchers = self._watchers.get(recipient_id)
         if watchers is not None:
             watchers.discard(watcher)
@@ -139,7 +143,17 @@ class Wakeups:
                 event.set()
         for watchers in list(self._watchers.values()):
             for watcher in list(watchers):
-                watcher("*")
+                watcher("*", None)
+
+    def _dispatch(self, payload: str) -> None:
+        kind = payload[:1] if payload[:1] in ("s", "x") else ""
+        recipient, _, device_key = payload[len(kind) :].partition(":")
+        try:
+            recipient_id = int(recipient)
+        except ValueError:
+            logger.warning("Ignored a notification with payload %r", payload)
+            return
+        self.wake(recipient_id, kind, device_key or None)
 
     def start(self) -> None:
         """Start listening on the running event loop (the server calls it as it starts)."""
@@ -163,14 +177,7 @@ class Wakeups:
                         failing = False
                     self._wake_all()  # what was sent before LISTEN took effect
                     async for notice in connection.notifies():
-                        payload = notice.payload
-                        kind = payload[:1] if payload[:1] in ("s", "x") else ""
-                        try:
-                            recipient_id = int(payload[len(kind) :])
-                        except ValueError:
-                            logger.warning("Ignored a notification with payload %r", payload)
-                        else:
-                            self.wake(recipient_id, kind)
+                        self._dispatch(notice.payload)
             except psycopg.Error as error:
                 if not failing:
                     logger.warning("Exchange listener lost its connection (%s)", error)

@@ -115,6 +115,7 @@ def test_an_ack_that_receives_commits_with_its_claim_or_not_at_all(pair):
     that fails leaves the ACK undone, and the connection serves the next call."""
     consumer, sender = pair
     message_id = send_to(sender, consumer)
+    waiting = send_to(sender, consumer, 2)  # what the claim would take: it reads its LIMIT
     [held] = messages_receive(adapter=consumer, device_key="d:1", max_messages=1, lease_seconds=30)
     then_receive = {"adapter": consumer, "device_key": "d:1", "lease_seconds": 30}
 
@@ -129,8 +130,9 @@ def test_an_ack_that_receives_commits_with_its_claim_or_not_at_all(pair):
     )
 
     assert undone == (True, False)
-    assert (acked, following) == ([(str(message_id), "acked")], [])
-    assert not Message.objects.exists()
+    assert acked == [(str(message_id), "acked")]
+    assert [delivery.message_id for delivery in following] == [str(waiting)]
+    assert list(Message.objects.values_list("message_id", flat=True)) == [waiting]
 
 
 def test_an_ack_that_receives_commits_the_ack_before_it_waits_and_wakes_on_a_send(
