@@ -165,10 +165,21 @@ SELECT pg_notify('exchange_message', 'x' || recipient_id) FROM opened
 
 STREAM_CLOSE = "DELETE FROM exchange_stream WHERE stream_id = %(stream)s"
 
-# The streams a server process holds are still open: their rows live on.
+# The streams a server process holds are still open: their rows live on. The answer: the
+# recipients among theirs with a message available now, which may have become so without a
+# notification (a release's delay ran out, another device's lease ran out).
 STREAMS_HELD = """
-UPDATE exchange_stream SET expires_at = statement_timestamp() + make_interval(secs => %(ttl)s)
-WHERE stream_id = ANY(%(streams)s::uuid[])
+WITH held AS (
+    UPDATE exchange_stream
+    SET expires_at = statement_timestamp() + make_interval(secs => %(ttl)s)
+    WHERE stream_id = ANY(%(streams)s::uuid[])
+    RETURNING recipient_id
+)
+SELECT DISTINCT held.recipient_id FROM held
+WHERE EXISTS (
+    SELECT 1 FROM exchange_message m
+    WHERE m.recipient_id = held.recipient_id AND m.visible_at <= statement_timestamp()
+)
 """
 
 # Delete the recipient's messages and log them, whoever holds their lease (an ACK is never lost

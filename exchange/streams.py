@@ -14,8 +14,11 @@ row (a newer stream of the same device took it: REPLACED).
 A session that ends stops deliveries at once: whatever a round claimed is checked against the
 session before it is sent (and given back when the session has ended), and a sweep of all the
 process's streams asks PostgreSQL every CHECK_SECONDS which of their sessions ended, so that an
-idle stream ends within that too. The same sweep keeps the rows of the process's streams alive;
-a row whose process died stops counting ROW_HEARTBEATS heartbeats later.
+idle stream ends within that too. Once a heartbeat the same sweep keeps the rows of the process's
+streams alive (a row whose process died stops counting ROW_HEARTBEATS heartbeats later), in the
+statement that names their recipients with a message available now: messages that became so
+without a notification (a release's delay, another device's lease that ran out) wake their streams
+within a heartbeat, one statement per process rather than a claim per stream.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ class Stream:
         self.first = True  # the first claim takes what the device held first, as a receive
         self.check_session = False  # the sweep saw the session end: the next round ends it
         self.woken = asyncio.Event()
+        self.rounds = 0  # how many times it has looked for messages (each claim done)
         self.closed = False
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -114,6 +118,7 @@ class Stream:
                     # connection would, and the client opens it again.
                     logger.warning("A stream's round failed; closing it", exc_info=True)
                     return
+                self.rounds += 1
                 if isinstance(outcome, str):
                     code = outcome
                     break
@@ -132,11 +137,9 @@ class Stream:
                     if code is not None:
                         break
                     if now >= beat_at:
-                        # A round too: a message that became visible without a notification (a
-                        # NACK's delay, another device's lease that ran out) is claimed now.
                         beat_at = now + heartbeat
                         yield b": keep-alive\n\n"
-                        break
+                        continue
                     if woken or now >= lease_ends_at:
                         break
                 if code is not None:
@@ -319,9 +322,12 @@ class Registry:
                 if time.monotonic() - held_at >= settings.EXCHANGE_STREAM_HEARTBEAT_SECONDS:
                     held_at = time.monotonic()
                     ids = [stream.stream_id for stream in streams]
-                    await asyncio.to_thread(
+                    available = await asyncio.to_thread(
                         _in_thread, streams_hold, stream_ids=ids, ttl=_row_seconds()
                     )
+                    for stream in streams:
+                        if stream.adapter_id in available:
+                            stream.woken.set()
             except Exception:
                 # The database is away: the streams' own rounds fail and end them; try again.
                 logger.warning("The streams' sweep failed", exc_info=True)

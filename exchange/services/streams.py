@@ -40,10 +40,12 @@ def stream_close(*, stream_id: uuid.UUID) -> None:
         cursor.execute(queries.STREAM_CLOSE, {"stream": stream_id})
 
 
-def streams_hold(*, stream_ids: Sequence[uuid.UUID], ttl: int) -> None:
-    """Keep these streams' rows for ``ttl`` seconds more (their server still holds them)."""
+def streams_hold(*, stream_ids: Sequence[uuid.UUID], ttl: int) -> set[int]:
+    """Keep these streams' rows for ``ttl`` seconds more (their server still holds them); the
+    recipients among theirs that have a message available now."""
     with connection.cursor() as cursor:
         cursor.execute(queries.STREAMS_HELD, {"streams": list(stream_ids), "ttl": ttl})
+        return {row[0] for row in cursor.fetchall()}
 
 
 def stream_claim(

@@ -1,8 +1,8 @@
 """The push stream (GET /api/exchange/messages/stream) on the platform's own server: deliveries in
 order and paced by credits, every way a stream ends, the receive it excludes, and its errors.
 Each claim about order or credits is judged by the events that came and the rows in PostgreSQL,
-never by a clock: where a test must know that the stream looked again and found nothing, it waits
-for keep-alives (each heartbeat is followed by a look)."""
+never by a clock: where a test must know that the stream looked again and found nothing, it
+counts the stream's looks (looked_again)."""
 
 from __future__ import annotations
 
@@ -98,8 +98,17 @@ def wait_until(condition: Callable[[], bool], timeout: float = 20) -> None:
         connections.close_all()
 
 
+def looked_again(adapter: User, provoke: Callable[[], object]) -> None:
+    """``provoke()``, then wait until the adapter's stream (on the live server in this process)
+    has looked for messages once more: a claim done after this call began."""
+    [stream] = [stream for stream in streams.registry.streams if stream.adapter_id == adapter.pk]
+    before = stream.rounds
+    provoke()
+    wait_until(lambda: stream.rounds > before)
+
+
 def beats(reader: EventReader, count: int = 2) -> None:
-    """Read until ``count`` keep-alives came: the stream looked again after each."""
+    """Read until ``count`` keep-alives came."""
     seen = 0
     while seen < count:
         event = reader.next(skip_comments=False)
@@ -143,7 +152,8 @@ def test_credits_hold_the_next_message_back_until_one_is_acknowledged(
 
     first, second = reader.messages(2)
     assert [first["messageId"], second["messageId"]] == sent[:2]
-    beats(reader)  # the stream looked again since, with no credit left
+    # Another message makes the stream look again, with no credit left: it claims nothing.
+    looked_again(recipient, lambda: send(sender, recipient, 3))
     third = Message.objects.get(message_id=sent[2])
     assert (third.receive_count, third.lease_token) == (0, None)
 
@@ -166,6 +176,27 @@ def test_a_nack_frees_a_credit(pair, consumer: LiveClient, open_stream):
     assert response.status_code == 200
 
     assert reader.next().id == sent[1]
+
+
+def test_a_message_released_with_a_delay_comes_back_when_the_delay_is_over(
+    pair, consumer: LiveClient, open_stream
+):
+    """Nothing notifies the end of a release's delay: the sweep's look, once a heartbeat, finds
+    the message available and wakes the stream."""
+    recipient, sender = pair
+    sent = send(sender, recipient, 0)
+    reader = open_stream(consumer)
+    [first] = reader.messages(1)
+    response = consumer.call(
+        "post",
+        "/api/exchange/messages/nack",
+        {"receiptHandles": [first["receiptHandle"]], "delaySeconds": 1},
+    )
+    assert response.json()["results"][0]["status"] == "released"
+
+    again = reader.next()
+
+    assert (again.id, again.data["deliveryCount"]) == (sent, 2)
 
 
 def test_a_lease_that_runs_out_frees_its_credit_and_the_message_comes_again(
