@@ -40,9 +40,10 @@ from accounts.errors import (
 )
 from accounts.models import Challenge, Session
 from accounts.permissions import IsCabinetUser, IsCabinetUserDoing
+from accounts.selectors import sessions_live
 from accounts.services.challenges import challenge_resend
 from accounts.services.passwords import password_change
-from accounts.services.profile import profile_update, session_revoke_own, sessions_live
+from accounts.services.profile import profile_update, session_revoke_own
 from accounts.services.two_factor import (
     recovery_codes_regenerate,
     totp_enable_confirm,

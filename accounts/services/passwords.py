@@ -17,6 +17,7 @@ from accounts.device_tokens import device_token_issue
 from accounts.devices import Device
 from accounts.errors import BadCredentials
 from accounts.models import Challenge, User
+from accounts.ratelimits import auth_limits_consume
 from accounts.services.audit import Kind, audit
 from accounts.services.challenges import (
     Started,
@@ -34,7 +35,6 @@ from accounts.services.sign_in import (
     user_for_identifier,
 )
 from platform_site.errors import ValidationFailed
-from platform_site.ratelimits import auth_limits_consume
 
 # 24 random bytes: 192 bits, above the 128 the platform promises, URL-safe to paste anywhere.
 GENERATED_PASSWORD_BYTES = 24

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, cast
 
+from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.authentication import BaseAuthentication
@@ -13,6 +14,7 @@ from rest_framework.views import APIView
 
 from accounts.authentication import AccessTokenAuthentication, AuthenticatedRequest
 from accounts.permissions import IsAdapter
+from exchange.api.inputs import ack_input, batch_items, receive_options, send_input
 from exchange.api.responses import acked_results, deliveries_response, json_response, long_poll
 from exchange.api.serializers import (
     IDEMPOTENCY_KEY,
@@ -30,10 +32,6 @@ from exchange.api.serializers import (
     SentOutput,
     StatsOutput,
     WhoAmIOutput,
-    ack_input,
-    batch_items,
-    receive_options,
-    send_input,
 )
 from exchange.errors import (
     IdempotencyKeyReused,
@@ -61,7 +59,6 @@ from platform_site.ratelimits import (
     Limit,
     RateLimitedApiMixin,
     Usage,
-    exchange_limits,
     rate_limit_count_more,
 )
 from platform_site.timestamps import rfc3339
@@ -73,6 +70,11 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
     description="1..255 printable ASCII characters. A replay with the same body answers 200 with "
     "the first messageId and duplicate: true; with another body, 409 IDEMPOTENCY_KEY_REUSED.",
 )
+
+
+def exchange_limits(user_id: int) -> list[Limit]:
+    """An adapter's exchange requests: counted in the session check's round trip with Redis."""
+    return [Limit("exchange", f"adapter:{user_id}", settings.EXCHANGE_RATE_LIMIT)]
 
 
 @answers(RateLimited)

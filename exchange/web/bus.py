@@ -17,13 +17,17 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.errors import LoginTaken
 from accounts.models import User
-from accounts.selectors import adapters_for_owner
 from accounts.services.accounts import account_sessions_revoke, account_set_active
 from accounts.services.adapters import adapter_create, adapter_for_owner, adapter_password_rotate
 from accounts.web.flows import field_errors
 from accounts.web.forms import AdapterCreateForm
 from accounts.web.sentences import ROUTE_GRANT, ROUTE_WITHDRAW, error_sentence
-from exchange.selectors import dead_letters_recent, messages_recent, queue_stats
+from exchange.selectors import (
+    adapters_for_owner,
+    dead_letters_recent,
+    messages_recent,
+    queue_stats,
+)
 from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
