@@ -12,7 +12,6 @@ from django.http import QueryDict
 from rest_framework import serializers
 
 from exchange.api.serializers import (
-    IDEMPOTENCY_KEY,
     MAX_BATCH,
     MAX_HEADERS,
     AckInput,
@@ -21,6 +20,7 @@ from exchange.api.serializers import (
     SendBatchInput,
     SendBatchItemInput,
     SendInput,
+    idempotency_key_valid,
 )
 from exchange.services.sending import Outgoing
 from platform_site.errors import ApplicationError, application_error_for
@@ -60,7 +60,7 @@ def _plain_message(item: Any, fields: frozenset[str]) -> dict[str, Any] | None:
     message = {"to": to, "type": kind, "payload": payload, "headers": dict(headers)}
     if "idempotencyKey" in item:
         key = item["idempotencyKey"]
-        if not isinstance(key, str) or not IDEMPOTENCY_KEY.fullmatch(key):
+        if not idempotency_key_valid(key):
             return None
         message["idempotencyKey"] = key
     return message

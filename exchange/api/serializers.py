@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any, cast
 
 from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from exchange import queries
 from exchange.services.sending import NOT_JSON
 from platform_site.serializers import Input
 
@@ -110,21 +112,33 @@ class SendInput(Input):
         return headers
 
 
-IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+# The idempotency key's one rule: a single send's Idempotency-Key header, a batch message's
+# idempotencyKey (the same namespace), their fast paths (exchange.api.inputs) and the schema.
+IDEMPOTENCY_KEY_RULE = "1 to 255 printable ASCII characters."
+IDEMPOTENCY_KEY_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 255,
+    "pattern": r"^[\x21-\x7e]+$",
+}
+_IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 
 
-@extend_schema_field(
-    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[\x21-\x7e]+$"}
-)
+def idempotency_key_valid(value: object) -> bool:
+    """Whether ``value`` is an idempotency key: IDEMPOTENCY_KEY_RULE."""
+    return isinstance(value, str) and _IDEMPOTENCY_KEY.fullmatch(value) is not None
+
+
+@extend_schema_field(IDEMPOTENCY_KEY_SCHEMA)
 class IdempotencyKeyField(serializers.CharField):
-    """1 to 255 printable ASCII characters, as the single send's Idempotency-Key header."""
+    """An idempotency key (IDEMPOTENCY_KEY_RULE), as the single send's Idempotency-Key header."""
 
-    default_error_messages = {"invalid": "1 to 255 printable ASCII characters."}
+    default_error_messages = {"invalid": IDEMPOTENCY_KEY_RULE}
 
     def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str) or not IDEMPOTENCY_KEY.fullmatch(data):
+        if not idempotency_key_valid(data):
             self.fail("invalid")
-        return data
+        return cast(str, data)
 
 
 class SendBatchItemInput(SendInput):
@@ -186,17 +200,30 @@ class SentOutput(serializers.Serializer[Any]):
     duplicate = serializers.BooleanField(required=False, help_text="Present (true) on a replay.")
 
 
-class DeliveryOutput(serializers.Serializer[Any]):
-    messageId = serializers.UUIDField()
-    receiptHandle = serializers.CharField(help_text="Names this delivery for nack and lease.")
-    deliveryCount = serializers.IntegerField()
-    redelivered = serializers.BooleanField()
-    enqueuedAt = serializers.DateTimeField()
-    leaseExpiresAt = serializers.DateTimeField()
-    sender = serializers.IntegerField(allow_null=True, help_text="The sender's adapterId.")
-    type = serializers.CharField()
-    headers = serializers.DictField(child=serializers.CharField())
-    payload = serializers.JSONField()
+# The type of each of a received message's members; their names and order are
+# queries.DELIVERY_MEMBERS', the shape's one definition (a member without a type here fails at
+# import).
+_DELIVERY_FIELDS: dict[str, Callable[[], serializers.Field[Any, Any, Any, Any]]] = {
+    "messageId": serializers.UUIDField,
+    "receiptHandle": lambda: serializers.CharField(
+        help_text="Names this delivery for nack and lease."
+    ),
+    "deliveryCount": serializers.IntegerField,
+    "redelivered": serializers.BooleanField,
+    "enqueuedAt": serializers.DateTimeField,
+    "leaseExpiresAt": serializers.DateTimeField,
+    "sender": lambda: serializers.IntegerField(
+        allow_null=True, help_text="The sender's adapterId."
+    ),
+    "type": serializers.CharField,
+    "headers": lambda: serializers.DictField(child=serializers.CharField()),
+    "payload": serializers.JSONField,
+}
+DeliveryOutput: type[serializers.Serializer[Any]] = type(
+    "DeliveryOutput",
+    (serializers.Serializer,),
+    {name: _DELIVERY_FIELDS[name]() for name, _ in queries.DELIVERY_MEMBERS},
+)
 
 
 class ReceiveOutput(serializers.Serializer[Any]):

@@ -17,7 +17,8 @@ from accounts.permissions import IsAdapter
 from exchange.api.inputs import ack_input, batch_items, receive_options, send_input
 from exchange.api.responses import acked_results, deliveries_response, json_response, long_poll
 from exchange.api.serializers import (
-    IDEMPOTENCY_KEY,
+    IDEMPOTENCY_KEY_RULE,
+    IDEMPOTENCY_KEY_SCHEMA,
     AckInput,
     AckOutput,
     LeaseInput,
@@ -32,6 +33,7 @@ from exchange.api.serializers import (
     SentOutput,
     StatsOutput,
     WhoAmIOutput,
+    idempotency_key_valid,
 )
 from exchange.errors import (
     IdempotencyKeyReused,
@@ -65,9 +67,9 @@ from platform_site.timestamps import rfc3339
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
-    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[\x21-\x7e]+$"},
+    IDEMPOTENCY_KEY_SCHEMA,
     OpenApiParameter.HEADER,
-    description="1..255 printable ASCII characters. A replay with the same body answers 200 with "
+    description=f"{IDEMPOTENCY_KEY_RULE} A replay with the same body answers 200 with "
     "the first messageId and duplicate: true; with another body, 409 IDEMPOTENCY_KEY_REUSED.",
 )
 
@@ -154,8 +156,8 @@ class MessagesApi(ExchangeApi):
     @answers(SendNotAllowed, IdempotencyKeyReused, QueueFull, SendInterrupted)
     def post(self, request: AuthenticatedRequest) -> HttpResponse:
         key = request.headers.get("Idempotency-Key")
-        if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
-            raise ValidationFailed({"Idempotency-Key": ["1 to 255 printable ASCII characters."]})
+        if key is not None and not idempotency_key_valid(key):
+            raise ValidationFailed({"Idempotency-Key": [IDEMPOTENCY_KEY_RULE]})
         message = send_input(request.data)
         sent = message_send(
             sender=request.user,
