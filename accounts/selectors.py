@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts import liveness
+from accounts import identifiers, liveness
 from accounts.devices import Device
 from accounts.errors import TokenRevoked
 from accounts.models import Challenge, Session, User
@@ -93,3 +93,12 @@ def challenge_of(request_id: str | None, purpose: Challenge.Purpose) -> Challeng
         return Challenge.objects.filter(pk=uuid.UUID(str(request_id)), purpose=purpose).first()
     except ValueError:
         return None
+
+
+def user_for_identifier(*, kind: str, identifier: str) -> User | None:
+    """The account an identifier names: e-mail addresses match in canonical form (cabinet users
+    only); logins match exactly, as their NFKC form (accounts.identifiers)."""
+    if kind == "email":
+        canonical = identifiers.email_canonical(identifier)
+        return User.objects.filter(email_canonical=canonical, kind=User.Kind.USER).first()
+    return User.objects.filter(username=identifiers.login_canonical(identifier)).first()

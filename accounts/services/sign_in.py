@@ -13,7 +13,7 @@ from django.contrib.auth.hashers import make_password
 from django.http import HttpRequest
 from django.utils import timezone
 
-from accounts import identifiers, metrics
+from accounts import metrics
 from accounts.device_tokens import (
     device_token_gate_key,
     device_token_id,
@@ -33,6 +33,7 @@ from accounts.errors import (
 )
 from accounts.models import Challenge, Session, TwoFactorMethod, User
 from accounts.ratelimits import auth_limits_consume
+from accounts.selectors import user_for_identifier
 from accounts.services.audit import Kind, audit
 from accounts.services.authenticators import authenticator_confirmed
 from accounts.services.challenges import challenge_open_totp, challenge_pending, challenge_start
@@ -57,15 +58,6 @@ def presented_token_id(*, user: User | None, request: HttpRequest | None) -> str
     if request is None:
         return None
     return device_token_id(token=device_token_sent(request), user=user)
-
-
-def user_for_identifier(*, kind: IdentifierKind, identifier: str) -> User | None:
-    """E-mail addresses match in canonical form (cabinet users only); logins match exactly, as
-    their NFKC form (accounts.identifiers)."""
-    if kind == "email":
-        canonical = identifiers.email_canonical(identifier)
-        return User.objects.filter(email_canonical=canonical, kind=User.Kind.USER).first()
-    return User.objects.filter(username=identifiers.login_canonical(identifier)).first()
 
 
 def credentials_check(
