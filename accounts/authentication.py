@@ -17,6 +17,7 @@ from accounts.services.sessions import session_touch
 from accounts.services.tokens import Claims, access_token_decode
 from platform_site.deferral import arrived_at
 from platform_site.errors import TokenMalformed
+from platform_site.internals import http_request_of
 from platform_site.ratelimits import Limit, Usage
 
 
@@ -70,7 +71,7 @@ class AccessTokenAuthentication(BaseAuthentication):
         # A request the server deferred (a long poll) is authenticated as of its arrival: its
         # token may expire while it waits, but its session must still be live at every pass.
         claims = access_token_decode(token, at=arrived_at(request))
-        device = device_of(request._request)
+        device = device_of(http_request_of(request))
         limits = self.counters(claims.user_id) if self.counters is not None else []
         session, counted = session_authenticate(claims=claims, device=device, limits=limits)
         if session_touch(session):

@@ -44,13 +44,11 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import hiredis
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Model
-from django.db.models.base import ModelState
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 
@@ -58,6 +56,7 @@ from accounts.models import Session
 from platform_site.cache import RedisUnavailable
 from platform_site.cache import availability as redis_availability
 from platform_site.errors import CacheUnavailable
+from platform_site.internals import model_instance_copy, redis_socket
 from platform_site.ratelimits import Limit, Usage, counter_key, usage_counted
 
 logger = logging.getLogger(__name__)
@@ -98,7 +97,6 @@ _changing = threading.local()  # each thread's open changing() blocks: the users
 
 # session id -> (revision, when it was read, the session with its user)
 _remembered: dict[uuid.UUID, tuple[bytes, float, Session]] = {}
-_M = TypeVar("_M", bound=Model)
 
 
 def enabled() -> bool:
@@ -171,14 +169,6 @@ def _evaluate(keys: list[str], args: list[Any]) -> Any:
     return reply
 
 
-def socket_of(connection: Any) -> socket.socket:
-    """The socket of a connected redis-py Connection. Private in redis-py (``_sock``), read because
-    the check writes and reads it directly (_Line); tests/accounts/test_session_liveness.py fails
-    when redis-py changes it."""
-    sock: socket.socket = connection._sock
-    return sock
-
-
 class _Line:
     """A connection to Redis that redis-py opens (address, password, database and TLS come from
     the cache's settings) and on which the check script's command is then written and its answer
@@ -197,7 +187,7 @@ class _Line:
         self.pool = pool
         self.connection = connection = pool.get_connection()
         connection.connect()  # a no-op when the pool handed it out connected
-        self.socket = socket_of(connection)
+        self.socket = redis_socket(connection)
         self.reader = hiredis.Reader()
         timeout = connection.socket_timeout
         if type(self.socket) is socket.socket and timeout:
@@ -247,18 +237,8 @@ def _copy(session: Session) -> Session:
     by field: building them from the row again through Model.__init__ cost several times as much
     (docs/performance.md, "One request's CPU").
     Every field of both models holds an immutable value (text, numbers, times, UUIDs)."""
-    copy = _instance_copy(session)
-    copy.user = _instance_copy(session.user)
-    return copy
-
-
-def _instance_copy(instance: _M) -> _M:
-    # Model._state is Django's own per-instance record (database, adding): a copy needs a new one;
-    # tests/accounts/test_remembered_sessions.py fails when Django changes what it holds.
-    copy = instance.__class__.__new__(instance.__class__)
-    copy.__dict__.update(instance.__dict__)
-    copy._state = ModelState()
-    copy._state.db, copy._state.adding = instance._state.db, False
+    copy = model_instance_copy(session)
+    copy.user = model_instance_copy(session.user)
     return copy
 
 

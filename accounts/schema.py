@@ -28,7 +28,6 @@ from accounts.errors import (
     TokenRevoked,
     TwoFactorRequired,
 )
-from exchange.errors import RouteNotAllowed
 from platform_site.errors import (
     ApplicationError,
     CacheUnavailable,
@@ -108,19 +107,20 @@ EXAMPLES: dict[ErrorClass, ApplicationError] = {
         CodeInvalid(attempts_remaining=4),
         CodeExpired(attempts_remaining=4),
         ResendTooEarly(retry_after_seconds=42),
-        RouteNotAllowed("An adapter needs no route to itself."),
     )
 }
 
 
 def answer_of(declared: Declaration) -> Answer | None:
     """What the schema shows of a declared error: an instance as the platform raises it (the
-    declared one, EXAMPLES', or the class's built bare) and its meaning (the declared instance's
-    detail, or the class's default_detail). None when the class needs arguments and EXAMPLES has
-    no instance of it."""
+    declared one, EXAMPLES', the class's own ``schema_example()``, or the class built bare) and
+    its meaning (the declared instance's detail, or the class's default_detail). None when the
+    class needs arguments and has no example."""
     if isinstance(declared, ApplicationError):
         return Answer(declared, declared.detail, shared=False)
     example = EXAMPLES.get(declared)
+    if example is None and hasattr(declared, "schema_example"):
+        example = declared.schema_example()  # an app's own error that needs arguments
     if example is None:
         try:
             example = declared()

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from functools import cache
 
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts import liveness
+from accounts import identifiers, liveness
 from accounts.devices import Device
 from accounts.errors import TokenRevoked
-from accounts.models import Session, User
+from accounts.models import Challenge, Session, User
 from accounts.services.tokens import Claims
 from accounts.session_rules import live_sessions, session_refusal
-from exchange.models import Route
-from exchange.selectors import QueueStats, queue_stats
 from platform_site.database import prepared_cursor
 from platform_site.ratelimits import Limit, Usage
 
@@ -82,39 +79,26 @@ def sessions_ended(session_ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
     return set(session_ids) - set(live.values_list("pk", flat=True))
 
 
-@dataclass(frozen=True)
-class AdapterSummary:
-    adapter: User
-    active_sessions: int
-    queue: QueueStats
-    allowed_sender_ids: list[int]
-
-
-def adapters_for_owner(*, owner: User) -> list[AdapterSummary]:
-    """``owner``'s adapters with their queue figures, in a fixed number of queries."""
-    now = timezone.now()
-    adapters = list(
-        User.objects.filter(owner=owner, kind=User.Kind.ADAPTER)
-        .annotate(
-            active_sessions=Count(
-                "sessions", filter=Q(sessions__in=Session.objects.filter(live_sessions(now)))
-            )
-        )
-        .order_by("username")
+def sessions_live(*, user: User) -> QuerySet[Session]:
+    """``user``'s sessions that may serve requests, the most recently used first."""
+    return Session.objects.filter(live_sessions(timezone.now()), user=user).order_by(
+        "-last_used_at", "-created_at"
     )
-    ids = [adapter.pk for adapter in adapters]
-    stats = queue_stats(recipient_ids=ids)
-    senders: dict[int, list[int]] = {}
-    for recipient_id, sender_id in Route.objects.filter(recipient_id__in=ids).values_list(
-        "recipient_id", "sender_id"
-    ):
-        senders.setdefault(recipient_id, []).append(sender_id)
-    return [
-        AdapterSummary(
-            adapter=adapter,
-            active_sessions=adapter.active_sessions,
-            queue=stats[adapter.pk],
-            allowed_sender_ids=sorted(senders.get(adapter.pk, [])),
-        )
-        for adapter in adapters
-    ]
+
+
+def challenge_of(request_id: str | None, purpose: Challenge.Purpose) -> Challenge | None:
+    """The challenge (a code sent) of ``request_id`` for ``purpose``; None for anything else,
+    a text that is no UUID included."""
+    try:
+        return Challenge.objects.filter(pk=uuid.UUID(str(request_id)), purpose=purpose).first()
+    except ValueError:
+        return None
+
+
+def user_for_identifier(*, kind: str, identifier: str) -> User | None:
+    """The account an identifier names: e-mail addresses match in canonical form (cabinet users
+    only); logins match exactly, as their NFKC form (accounts.identifiers)."""
+    if kind == "email":
+        canonical = identifiers.email_canonical(identifier)
+        return User.objects.filter(email_canonical=canonical, kind=User.Kind.USER).first()
+    return User.objects.filter(username=identifiers.login_canonical(identifier)).first()

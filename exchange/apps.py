@@ -7,6 +7,13 @@ class ExchangeConfig(AppConfig):
 
     def ready(self) -> None:
         from exchange.metrics import QueueCollector
-        from health.metrics import register_scrape_collector
+        from platform_site.metrics import register_scrape_collector
 
         register_scrape_collector(QueueCollector())
+
+    def serving(self) -> None:
+        """On each server process's event loop as it starts (platform_site.asgi): the listener
+        that wakes long polls and streams."""
+        from exchange.wakeups import wakeups
+
+        wakeups.start()

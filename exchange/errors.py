@@ -1,5 +1,7 @@
 """The exchange domain's errors, each with a stable code."""
 
+from __future__ import annotations
+
 from platform_site.errors import ApplicationError, RateLimited, ServerBusy, ServiceUnavailable
 
 
@@ -55,6 +57,11 @@ class RouteNotAllowed(ApplicationError):
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail, extra={"errors": {"senderAdapterId": [detail]}})
+
+    @classmethod
+    def schema_example(cls) -> RouteNotAllowed:
+        """The OpenAPI schema's example of it (accounts.schema)."""
+        return cls("An adapter needs no route to itself.")
 
 
 class StreamOpen(ApplicationError):

@@ -1,4 +1,5 @@
-"""The exchange's hot-path SQL, one statement per operation (docs/exchange.md, "Decisions").
+"""The exchange's hot-path SQL, one statement per operation (docs/exchange.md, "Decisions"); the
+statements over whole queues (figures, redrive, purge, expiry) are exchange/queue_queries.py.
 
 Times are statement_timestamp(), the clock Django's Now() (the columns' defaults) uses: now()
 would be the start of an enclosing transaction, which stands still.
@@ -8,8 +9,7 @@ across Python code, and row locks taken with SKIP LOCKED so parallel consumers n
 each other. An ACK that also receives sends ACK and RECEIVE together, one transaction in one
 round trip (services.messages.messages_ack_receive). Tests pin what each statement does:
 tests/exchange/test_messages_api.py through the API (receive, redelivery, dead letters, ACK,
-nack, lease, stats, redrive), tests/exchange/test_long_poll.py with parallel consumers,
-tests/exchange/test_bounded_queues.py the depth, purge and trim statements.
+nack, lease), tests/exchange/test_long_poll.py with parallel consumers.
 """
 
 # Claim up to %(max)s messages for one consumer instance. A message this instance already holds
@@ -21,15 +21,52 @@ tests/exchange/test_bounded_queues.py the depth, purge and trim statements.
 # Each delivery comes back as its JSON, written out by PostgreSQL in the compact form every answer
 # of the API has (json_build_object would write '"messageId" : ...'): a batch of 100 costs Python
 # no timestamp parsing and no re-encoding of payloads. Headers and payload are jsonb's text. The
-# receipt handle is base64url(message_id || lease_token), as services.messages.receipt_parse
+# receipt handle is base64url(message_id || lease_token), as services.leases.receipt_parse
 # reads it. The rows come in queue order (RETURNING has none) with the id as text: Python sorts
 # nothing and builds no UUIDs.
+
+# A received message, as receive, an ACK that receives and the stream deliver it: its members in
+# order, each with the SQL that writes its JSON value from the claimed row (m). The one definition
+# of that shape: the claim renders it below, exchange.api.serializers.DeliveryOutput (the schema)
+# is built from these names, and the stream's events carry the same JSON.
+DELIVERY_MEMBERS = (
+    ("messageId", """'"' || m.message_id || '"'"""),
+    # base64url(message_id || lease_token), unpadded: services.leases.receipt_parse reads it.
+    (
+        "receiptHandle",
+        """'"' || translate(
+            rtrim(encode(uuid_send(m.message_id) || uuid_send(m.lease_token), 'base64'), '='),
+            '+/', '-_'
+        ) || '"'""",
+    ),
+    ("deliveryCount", "m.receive_count"),
+    ("redelivered", "CASE WHEN m.receive_count > 1 THEN 'true' ELSE 'false' END"),
+    (
+        "enqueuedAt",
+        """'"' || to_char(m.enqueued_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+        || '"'""",
+    ),
+    (
+        "leaseExpiresAt",
+        """'"' || to_char(m.visible_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '"'""",
+    ),
+    ("sender", "coalesce(m.sender_id::text, 'null')"),
+    ("type", "to_json(m.type)"),
+    ("headers", "m.headers"),
+    ("payload", "m.payload"),
+)
+_DELIVERY_JSON = (
+    "concat('{', "
+    + ", ',', ".join(f"""'"{name}":', {sql}""" for name, sql in DELIVERY_MEMBERS)
+    + ", '}')"
+)
+
 # The claim shared by RECEIVE and STREAM_RECEIVE, after their own ``picked`` (the messages to
 # deliver, locked). The picked ids are taken as an array, looked up by the primary key: joined to
 # ``picked`` instead, the planner guesses its size, and where it cannot know the LIMIT (a stream's
 # credits are computed in the statement) it guessed a tenth of the table and scanned all of it,
 # twice per claim (32 ms against 2.3 ms with 60,000 messages queued).
-_CLAIM = """
+_CLAIM_HEAD = """
 dead AS (
     DELETE FROM exchange_message m
     WHERE m.message_id = ANY(ARRAY(SELECT message_id FROM picked))
@@ -54,26 +91,11 @@ claimed AS (
         leased_by = %(device)s
     WHERE m.message_id = ANY(ARRAY(SELECT message_id FROM picked))
       AND m.receive_count < %(max_deliveries)s
-    RETURNING m.seq, m.message_id, m.receive_count, concat(
-        '{"messageId":"', m.message_id,
-        '","receiptHandle":"', translate(
-            rtrim(encode(uuid_send(m.message_id) || uuid_send(m.lease_token), 'base64'), '='),
-            '+/', '-_'
-        ),
-        '","deliveryCount":', m.receive_count,
-        ',"redelivered":', CASE WHEN m.receive_count > 1 THEN 'true' ELSE 'false' END,
-        ',"enqueuedAt":"',
-        to_char(m.enqueued_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-        '","leaseExpiresAt":"',
-        to_char(m.visible_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-        '","sender":', coalesce(m.sender_id::text, 'null'),
-        ',"type":', to_json(m.type),
-        ',"headers":', m.headers,
-        ',"payload":', m.payload,
-        '}'
-    ) AS json
+    RETURNING m.seq, m.message_id, m.receive_count, """
+_CLAIM_TAIL = """ AS json
 )
 """
+_CLAIM = _CLAIM_HEAD + _DELIVERY_JSON + _CLAIM_TAIL
 
 # While the device's push stream is open (exchange_stream), a receive claims nothing and its last
 # row is (NULL, NULL, NULL): the view answers 409 STREAM_OPEN.
@@ -262,50 +284,6 @@ SELECT message_id FROM exchange_message
 WHERE recipient_id = %(recipient)s AND message_id = ANY(%(ids)s)
 """
 
-# Queue figures per recipient. The oldest message is the first in the queue index, so its age
-# costs one index probe rather than a scan of enqueued_at (pgmq#170).
-STATS = """
-SELECT r.id,
-       count(m.message_id) FILTER (WHERE m.visible_at <= statement_timestamp()),
-       count(m.message_id) FILTER (WHERE m.lease_token IS NOT NULL
-                             AND m.visible_at > statement_timestamp()),
-       count(m.message_id) FILTER (WHERE m.lease_token IS NULL
-                             AND m.visible_at > statement_timestamp()),
-       (SELECT count(*) FROM exchange_deadletter d WHERE d.recipient_id = r.id),
-       (SELECT extract(epoch FROM statement_timestamp() - o.enqueued_at) FROM exchange_message o
-         WHERE o.recipient_id = r.id ORDER BY o.seq LIMIT 1)
-FROM unnest(%(recipients)s::bigint[]) AS r(id)
-LEFT JOIN exchange_message m ON m.recipient_id = r.id
-GROUP BY r.id
-"""
-
-# The same figures over the whole platform, for the Prometheus scrape.
-TOTALS = """
-SELECT count(*) FILTER (WHERE visible_at <= statement_timestamp()),
-       count(*) FILTER (WHERE lease_token IS NOT NULL AND visible_at > statement_timestamp()),
-       count(*) FILTER (WHERE lease_token IS NULL AND visible_at > statement_timestamp()),
-       (SELECT count(*) FROM exchange_deadletter),
-       extract(epoch FROM statement_timestamp() - min(enqueued_at))
-FROM exchange_message
-"""
-
-# Dead letters back to the queue with a fresh delivery budget (the owner's redrive).
-REDRIVE = """
-WITH revived AS (
-    DELETE FROM exchange_deadletter
-    WHERE recipient_id = ANY(%(recipients)s) AND message_id = ANY(%(ids)s)
-    RETURNING message_id, recipient_id, sender_id, type, payload, headers, enqueued_at
-)
-INSERT INTO exchange_message (
-    message_id, recipient_id, sender_id, type, payload, headers, enqueued_at, visible_at,
-    receive_count
-)
-SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-       statement_timestamp(), 0
-FROM revived
-RETURNING message_id, recipient_id
-"""
-
 # Which of the recipients (ids joined by commas) the sender may send to: adapters of its own
 # owner, and adapters whose owner granted the sender a route (exchange.selectors).
 REACHABLE = """
@@ -370,60 +348,4 @@ NOTIFY_CHANNEL = "exchange_message"
 NOTIFY = """
 SELECT pg_notify('exchange_message', recipient::text)
 FROM unnest(%(recipients)s::bigint[]) AS recipient
-"""
-
-# Bounded queues (exchange/services/queues.py). The depth of each recipient's queue, counted no
-# further than the limit: a full queue costs at most that many index entries, once per
-# DEPTH_SECONDS (the count is cached and kept up to date by sends in between).
-DEPTHS = """
-SELECT recipient, (
-    SELECT count(*) FROM (
-        SELECT 1 FROM exchange_message WHERE recipient_id = recipient LIMIT %(limit)s
-    ) AS queued
-)
-FROM unnest(%(recipients)s::bigint[]) AS recipient
-"""
-
-# One batch of a purge: the recipient's messages, leased or not. A row that a receive or an ACK
-# holds at this instant is skipped: it is being delivered or acknowledged.
-PURGE = """
-DELETE FROM exchange_message
-WHERE message_id IN (
-    SELECT message_id FROM exchange_message
-    WHERE recipient_id = %(recipient)s
-    LIMIT %(batch)s
-    FOR UPDATE SKIP LOCKED
-)
-"""
-
-# One batch of messages enqueued before the cutoff and not leased now, to the dead letters as
-# EXPIRED. No index covers enqueued_at (every send would pay for one): a scan of the hot table,
-# which holds only what is undelivered, every few minutes.
-EXPIRE = """
-WITH expired AS (
-    DELETE FROM exchange_message m
-    WHERE m.message_id IN (
-        SELECT message_id FROM exchange_message
-        WHERE enqueued_at < %(cutoff)s
-          AND (lease_token IS NULL OR visible_at <= statement_timestamp())
-        LIMIT %(batch)s
-        FOR UPDATE SKIP LOCKED
-    )
-    RETURNING m.*
-)
-INSERT INTO exchange_deadletter (
-    message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-    first_received_at, receive_count, dead_at, reason, last_device
-)
-SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-       first_received_at, receive_count, statement_timestamp(), 'EXPIRED', leased_by
-FROM expired
-"""
-
-# One batch of dead letters older than the cutoff, dropped (exchange_dead_age_idx).
-DEAD_LETTERS_DROP = """
-DELETE FROM exchange_deadletter
-WHERE id IN (
-    SELECT id FROM exchange_deadletter WHERE dead_at < %(cutoff)s ORDER BY dead_at LIMIT %(batch)s
-)
 """

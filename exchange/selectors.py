@@ -1,4 +1,5 @@
-"""Reads of the exchange domain: who may send to whom, and queue figures."""
+"""Reads of the exchange domain: who may send to whom, queue figures, and an owner's adapters
+with theirs."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from django.db import connection
+from django.db.models import Count, Q
+from django.utils import timezone
 
-from accounts.models import User
-from exchange import queries
-from exchange.models import DeadLetter, Message
+from accounts.models import Session, User
+from accounts.session_rules import live_sessions
+from exchange import queries, queue_queries
+from exchange.models import DeadLetter, Message, Route
 from platform_site.database import prepared_cursor
 
 
@@ -58,7 +62,7 @@ def queue_stats(*, recipient_ids: Sequence[int]) -> dict[int, QueueStats]:
     if not recipient_ids:
         return {}
     with connection.cursor() as cursor:
-        cursor.execute(queries.STATS, {"recipients": list(recipient_ids)})
+        cursor.execute(queue_queries.STATS, {"recipients": list(recipient_ids)})
         rows = cursor.fetchall()
     return {
         row[0]: QueueStats(
@@ -74,7 +78,7 @@ def queue_stats(*, recipient_ids: Sequence[int]) -> dict[int, QueueStats]:
 
 def queue_totals() -> QueueStats:
     with connection.cursor() as cursor:
-        cursor.execute(queries.TOTALS)
+        cursor.execute(queue_queries.TOTALS)
         [row] = cursor.fetchall()  # an aggregate without GROUP BY: always one row
     return QueueStats(
         available=row[0],
@@ -102,3 +106,41 @@ def dead_letters_recent(*, recipient_ids: Sequence[int], limit: int) -> list[Dea
         .select_related("recipient", "sender")
         .order_by("-dead_at")[:limit]
     )
+
+
+@dataclass(frozen=True)
+class AdapterSummary:
+    adapter: User
+    active_sessions: int
+    queue: QueueStats
+    allowed_sender_ids: list[int]
+
+
+def adapters_for_owner(*, owner: User) -> list[AdapterSummary]:
+    """``owner``'s adapters with their queue figures, in a fixed number of queries."""
+    now = timezone.now()
+    adapters = list(
+        User.objects.filter(owner=owner, kind=User.Kind.ADAPTER)
+        .annotate(
+            active_sessions=Count(
+                "sessions", filter=Q(sessions__in=Session.objects.filter(live_sessions(now)))
+            )
+        )
+        .order_by("username")
+    )
+    ids = [adapter.pk for adapter in adapters]
+    stats = queue_stats(recipient_ids=ids)
+    senders: dict[int, list[int]] = {}
+    for recipient_id, sender_id in Route.objects.filter(recipient_id__in=ids).values_list(
+        "recipient_id", "sender_id"
+    ):
+        senders.setdefault(recipient_id, []).append(sender_id)
+    return [
+        AdapterSummary(
+            adapter=adapter,
+            active_sessions=adapter.active_sessions,
+            queue=stats[adapter.pk],
+            allowed_sender_ids=sorted(senders.get(adapter.pk, [])),
+        )
+        for adapter in adapters
+    ]

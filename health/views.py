@@ -19,7 +19,8 @@ from django.views.decorators.http import require_safe
 from prometheus_client import generate_latest
 from prometheus_client.openmetrics import exposition as openmetrics
 
-from health import indicators, metrics
+from health import indicators
+from platform_site import metrics
 from platform_site.errors import NotAcceptable, ValidationFailed, problem_response
 
 ACTUATOR_V3 = "application/vnd.spring-boot.actuator.v3+json"

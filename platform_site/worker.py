@@ -4,12 +4,12 @@ that `make run` and the tests' live server run too."""
 from __future__ import annotations
 
 import socket
-import sys
 from typing import Any, ClassVar
 
 import uvicorn
-from gunicorn.arbiter import Arbiter
 from uvicorn_worker import UvicornWorker
+
+from platform_site.internals import uvicorn_worker_serve
 
 
 class Server(uvicorn.Server):
@@ -44,12 +44,5 @@ class Worker(UvicornWorker):  # type: ignore[misc]  # untyped
         self.config.timeout_graceful_shutdown = self.cfg.graceful_timeout
 
     async def _serve(self) -> None:
-        # uvicorn_worker's own _serve, with the Server above in place of uvicorn's (it has no
-        # setting for the class); tests/platform/test_server.py fails when uvicorn_worker's
-        # changes shape.
-        self.config.app = self.wsgi
-        server = Server(config=self.config)
-        self._install_sigquit_handler()
-        await server.serve(sockets=self.sockets)
-        if not server.started:
-            sys.exit(Arbiter.WORKER_BOOT_ERROR)
+        # uvicorn_worker's private method, run with the Server above (platform_site.internals).
+        await uvicorn_worker_serve(self, Server)

@@ -44,7 +44,8 @@ from accounts.schema import DEVICE_TOKEN_PARAMETER
 from accounts.services.challenges import Started, challenge_resend
 from accounts.services.passwords import password_reset_confirm, password_reset_request
 from accounts.services.registration import email_confirm, register
-from accounts.services.sign_in import SignIn, sign_in_two_factor_confirm
+from accounts.services.sign_in import SignIn
+from accounts.services.sign_in_second_factor import sign_in_two_factor_confirm
 from platform_site.openapi import answers
 
 # A code confirmed (challenge_confirm) and a code resent (challenge_resend).

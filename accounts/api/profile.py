@@ -40,9 +40,10 @@ from accounts.errors import (
 )
 from accounts.models import Challenge, Session
 from accounts.permissions import IsCabinetUser, IsCabinetUserDoing
+from accounts.selectors import sessions_live
 from accounts.services.challenges import challenge_resend
 from accounts.services.passwords import password_change
-from accounts.services.profile import profile_update, session_revoke_own, sessions_live
+from accounts.services.profile import profile_update, session_revoke_own
 from accounts.services.two_factor import (
     recovery_codes_regenerate,
     totp_enable_confirm,
@@ -52,6 +53,7 @@ from accounts.services.two_factor import (
     two_factor_enable_start,
 )
 from accounts.session_rules import Action
+from platform_site.internals import http_request_of
 from platform_site.openapi import answers
 from platform_site.timestamps import rfc3339
 
@@ -89,7 +91,7 @@ class MeApi(CabinetApi):
             first_name=fields.get("firstName"),
             last_name=fields.get("lastName"),
             phone=fields.get("phone"),
-            request=request._request,
+            request=http_request_of(request),
         )
         return Response(user_dto(user))
 
@@ -117,7 +119,7 @@ class ChangePasswordApi(CabinetApi):
             current_password=data.validated_data["currentPassword"],
             new_password=data.validated_data["newPassword"],
             device=request.auth.device,
-            request=request._request,
+            request=http_request_of(request),
         )
         return Response(login_success(result))
 
@@ -143,7 +145,7 @@ class TwoFactorApi(CabinetApi):
         tags=["two-factor"],
     )
     def delete(self, request: AuthenticatedRequest) -> Response:
-        user = two_factor_disable(user=request.user, request=request._request)
+        user = two_factor_disable(user=request.user, request=http_request_of(request))
         return Response({"twoFactorEnabled": user.two_factor_enabled})
 
 
@@ -164,7 +166,7 @@ class TwoFactorConfirmApi(CabinetApi):
             user=request.user,
             request_id=data.validated_data["requestId"],
             code=data.validated_data["token"].strip(),
-            request=request._request,
+            request=http_request_of(request),
         )
         return Response({"twoFactorEnabled": True, "recoveryCodes": enabled.recovery_codes})
 
@@ -184,7 +186,7 @@ class TwoFactorResendApi(CabinetApi):
         started = challenge_resend(
             request_id=data.validated_data["requestId"],
             purpose=Challenge.Purpose.ENABLE_TWO_FACTOR,
-            request=request._request,
+            request=http_request_of(request),
             user=request.user,
         )
         return Response(resend_json(started))
@@ -232,7 +234,7 @@ class TotpConfirmApi(CabinetApi):
             user=request.user,
             request_id=data.validated_data["requestId"],
             code=data.validated_data["token"].strip(),
-            request=request._request,
+            request=http_request_of(request),
         )
         return Response({"recoveryCodes": enabled.recovery_codes})
 
@@ -249,7 +251,7 @@ class RecoveryCodesApi(CabinetApi):
         tags=["two-factor"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
-        codes = recovery_codes_regenerate(user=request.user, request=request._request)
+        codes = recovery_codes_regenerate(user=request.user, request=http_request_of(request))
         return Response({"recoveryCodes": codes})
 
 
@@ -289,5 +291,7 @@ class SessionApi(CabinetApi):
         tags=["sessions"],
     )
     def delete(self, request: AuthenticatedRequest, session_id: uuid.UUID) -> Response:
-        session_revoke_own(user=request.user, session_id=session_id, request=request._request)
+        session_revoke_own(
+            user=request.user, session_id=session_id, request=http_request_of(request)
+        )
         return Response({})

@@ -113,58 +113,6 @@ class AdapterLoginField(serializers.CharField):
     accounts.schema states it)."""
 
 
-class AdapterCreateInput(Input):
-    login = AdapterLoginField(max_length=150, required=False, trim_whitespace=False)
-
-
-class AdapterCredentialsOutput(serializers.Serializer[Any]):
-    adapterId = serializers.IntegerField()
-    login = serializers.CharField()
-    password = serializers.CharField(help_text="Shown only in this response.")
-
-
-class AdapterPasswordOutput(serializers.Serializer[Any]):
-    password = serializers.CharField(help_text="The new password, shown only in this response.")
-
-
-class AdapterUpdateInput(Input):
-    active = serializers.BooleanField()
-
-
-class PurgedOutput(serializers.Serializer[Any]):
-    purged = serializers.IntegerField(help_text="How many messages the purge deleted.")
-
-
-class RouteCreateInput(Input):
-    senderAdapterId = serializers.IntegerField(min_value=1)
-
-
-class QueueOutput(serializers.Serializer[Any]):
-    available = serializers.IntegerField()
-    inFlight = serializers.IntegerField()
-    delayed = serializers.IntegerField()
-    deadLettered = serializers.IntegerField()
-    oldestAgeSeconds = serializers.IntegerField(allow_null=True)
-
-
-class AdapterOutput(serializers.Serializer[Any]):
-    adapterId = serializers.IntegerField()
-    login = serializers.CharField()
-    active = serializers.BooleanField()
-    createdAt = serializers.DateTimeField()
-    lastSignInAt = serializers.DateTimeField(allow_null=True)
-    activeSessions = serializers.IntegerField()
-    queue = QueueOutput()
-    allowedSenderIds = serializers.ListField(
-        child=serializers.IntegerField(),
-        help_text="Adapters of other owners granted a route to this one.",
-    )
-
-
-class AdapterListOutput(serializers.Serializer[Any]):
-    adapters = AdapterOutput(many=True)
-
-
 CODE_MAX_LENGTH = 16
 
 

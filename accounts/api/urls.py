@@ -25,10 +25,4 @@ urlpatterns = [
     path("users/two-factor-authentication/recovery-codes", profile.RecoveryCodesApi.as_view()),
     path("users/sessions", profile.SessionsApi.as_view()),
     path("users/sessions/<uuid:session_id>", profile.SessionApi.as_view()),
-    path("users/adapters", views.AdaptersApi.as_view()),
-    path("users/adapters/<int:adapter_id>", views.AdapterApi.as_view()),
-    path("users/adapters/<int:adapter_id>/password", views.AdapterPasswordApi.as_view()),
-    path("users/adapters/<int:adapter_id>/purge", views.AdapterPurgeApi.as_view()),
-    path("users/adapters/<int:adapter_id>/routes", views.AdapterRoutesApi.as_view()),
-    path("users/adapters/<int:adapter_id>/routes/<int:sender_id>", views.AdapterRouteApi.as_view()),
 ]

@@ -1,4 +1,5 @@
-"""The accounts API: signing in, keeping a token pair, and cabinet users' adapters."""
+"""The accounts API: signing in and keeping a token pair; the base of a signed-in cabinet user's
+endpoints (CabinetApi), which the exchange's owner endpoints share (exchange/api/owners.py)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.api.serializers import (
-    AdapterCreateInput,
-    AdapterCredentialsOutput,
-    AdapterListOutput,
-    AdapterOutput,
-    AdapterPasswordOutput,
-    AdapterUpdateInput,
     EmptyOutput,
     LoginEmailInput,
     LoginSuccessOutput,
     LoginUsernameInput,
-    PurgedOutput,
     RefreshTokenInput,
-    RouteCreateInput,
     TokenPairOutput,
     login_success,
 )
@@ -33,12 +26,10 @@ from accounts.errors import (
     AccountDisabled,
     AccountExpired,
     AccountLocked,
-    AdapterNotFound,
     BadCredentials,
     CredentialsExpired,
     DeviceMismatch,
     EmailNotConfirmed,
-    LoginTaken,
     RefreshTokenReused,
     SignInBusy,
     TokenExpired,
@@ -46,32 +37,14 @@ from accounts.errors import (
     TwoFactorRequired,
 )
 from accounts.permissions import IsCabinetUser
+from accounts.ratelimits import auth_limits_consume, auth_limits_consume_refused, user_limits
 from accounts.schema import DEVICE_TOKEN_PARAMETER
-from accounts.selectors import AdapterSummary, adapters_for_owner
-from accounts.services.accounts import account_set_active
-from accounts.services.adapters import (
-    adapter_create,
-    adapter_delete,
-    adapter_for_owner,
-    adapter_password_rotate,
-)
 from accounts.services.sessions import session_logout, session_refresh
 from accounts.services.sign_in import IdentifierKind, sign_in
 from accounts.services.tokens import UNREADABLE_REFRESH
-from exchange.errors import RouteNotAllowed, RouteSenderNotFound
-from exchange.services.queues import queue_purge
-from exchange.services.routes import route_grant, route_withdraw
-from platform_site.errors import NotFound, RateLimited, TokenMalformed
+from platform_site.errors import RateLimited, TokenMalformed
 from platform_site.openapi import answers
-from platform_site.ratelimits import (
-    Limit,
-    RateLimitedApiMixin,
-    auth_limits_consume,
-    auth_limits_consume_refused,
-    rate_limit_usage_of,
-    user_limits,
-)
-from platform_site.timestamps import rfc3339
+from platform_site.ratelimits import Limit, RateLimitedApiMixin, rate_limit_usage_of
 
 
 @answers(RateLimited)
@@ -218,20 +191,6 @@ class LogoutApi(AuthApi):
         return Response({})
 
 
-def adapter_json(summary: AdapterSummary) -> dict[str, Any]:
-    adapter = summary.adapter
-    return {
-        "adapterId": adapter.pk,
-        "login": adapter.username,
-        "active": adapter.is_active,
-        "createdAt": rfc3339(adapter.date_joined),
-        "lastSignInAt": None if adapter.last_login is None else rfc3339(adapter.last_login),
-        "activeSessions": summary.active_sessions,
-        "queue": summary.queue.as_json(),
-        "allowedSenderIds": summary.allowed_sender_ids,
-    }
-
-
 @answers(RateLimited)
 class CabinetApi(RateLimitedApiMixin, APIView):
     """Endpoints of a signed-in cabinet user, limited per user. The access token's errors and the
@@ -242,132 +201,3 @@ class CabinetApi(RateLimitedApiMixin, APIView):
 
     def rate_limits(self, request: Request) -> list[Limit]:
         return user_limits(cast(AuthenticatedRequest, request).user.pk)
-
-
-class AdaptersApi(CabinetApi):
-    @extend_schema(
-        operation_id="adapters_list",
-        summary="Your adapters with their queue figures",
-        responses={200: AdapterListOutput},
-        tags=["adapters"],
-    )
-    def get(self, request: AuthenticatedRequest) -> Response:
-        return Response(
-            {"adapters": [adapter_json(s) for s in adapters_for_owner(owner=request.user)]}
-        )
-
-    @extend_schema(
-        operation_id="adapters_create",
-        summary="Create an adapter; its password is shown in this response only",
-        request=AdapterCreateInput,
-        responses={201: AdapterCredentialsOutput},
-        tags=["adapters"],
-    )
-    @answers(LoginTaken)
-    def post(self, request: AuthenticatedRequest) -> Response:
-        data = AdapterCreateInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        credentials = adapter_create(owner=request.user, login=data.validated_data.get("login"))
-        return Response(
-            {
-                "adapterId": credentials.adapter_id,
-                "login": credentials.login,
-                "password": credentials.password,
-            },
-            status=201,
-        )
-
-
-@answers(AdapterNotFound)
-class AdapterApi(CabinetApi):
-    @extend_schema(
-        operation_id="adapters_update",
-        summary="Disable (active: false; its sessions end) or enable an adapter",
-        request=AdapterUpdateInput,
-        responses={200: AdapterOutput},
-        tags=["adapters"],
-    )
-    def patch(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
-        adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
-        data = AdapterUpdateInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        account_set_active(user=adapter, active=data.validated_data["active"], actor=request.user)
-        [summary] = [
-            s for s in adapters_for_owner(owner=request.user) if s.adapter.pk == adapter.pk
-        ]
-        return Response(adapter_json(summary))
-
-    @extend_schema(
-        operation_id="adapters_delete",
-        summary="Delete an adapter with its waiting messages",
-        responses={200: EmptyOutput},
-        tags=["adapters"],
-    )
-    def delete(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
-        adapter_delete(adapter=adapter_for_owner(owner=request.user, adapter_id=adapter_id))
-        return Response({})
-
-
-@answers(AdapterNotFound)
-class AdapterPasswordApi(CabinetApi):
-    @extend_schema(
-        operation_id="adapters_password_rotate",
-        summary="Give the adapter a new password (shown only here); its sessions end",
-        request=None,
-        responses={200: AdapterPasswordOutput},
-        tags=["adapters"],
-    )
-    def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
-        adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
-        return Response(
-            {"password": adapter_password_rotate(adapter=adapter, request=request._request)}
-        )
-
-
-@answers(AdapterNotFound)
-class AdapterPurgeApi(CabinetApi):
-    @extend_schema(
-        operation_id="adapters_purge",
-        summary="Delete every message waiting for this adapter (its dead letters stay)",
-        request=None,
-        responses={200: PurgedOutput},
-        tags=["adapters"],
-    )
-    def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
-        adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
-        return Response({"purged": queue_purge(adapter=adapter, actor=request.user)})
-
-
-@answers(AdapterNotFound, RouteSenderNotFound, RouteNotAllowed)
-class AdapterRoutesApi(CabinetApi):
-    @extend_schema(
-        operation_id="adapters_routes_grant",
-        summary="Let another owner's adapter send to this adapter",
-        request=RouteCreateInput,
-        responses={201: RouteCreateInput, 200: RouteCreateInput},
-        tags=["adapters"],
-    )
-    def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
-        adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
-        data = RouteCreateInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        route, created = route_grant(
-            recipient=adapter,
-            sender_id=data.validated_data["senderAdapterId"],
-            granted_by=request.user,
-        )
-        return Response({"senderAdapterId": route.sender_id}, status=201 if created else 200)
-
-
-@answers(AdapterNotFound, NotFound)
-class AdapterRouteApi(CabinetApi):
-    @extend_schema(
-        operation_id="adapters_routes_withdraw",
-        summary="Withdraw a route: that adapter may no longer send to this one",
-        responses={200: EmptyOutput},
-        tags=["adapters"],
-    )
-    def delete(self, request: AuthenticatedRequest, adapter_id: int, sender_id: int) -> Response:
-        adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
-        route_withdraw(recipient=adapter, sender_id=sender_id)
-        return Response({})

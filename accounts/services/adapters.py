@@ -87,6 +87,7 @@ def adapter_password_rotate(
 
 
 def adapter_delete(*, adapter: User) -> None:
-    """Delete ``adapter`` with its sessions, routes and waiting messages."""
+    """Delete ``adapter`` with its sessions; what other apps keep of it goes with it (their
+    foreign keys cascade). The exchange empties its queue before (exchange/api/owners.py)."""
     with liveness.changing([adapter.pk]):
         adapter.delete()

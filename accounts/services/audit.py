@@ -8,8 +8,8 @@ from typing import Any
 from django.http import HttpRequest
 
 from accounts import metrics
-from accounts.devices import client_ip
 from accounts.models import AuditEvent, User
+from platform_site.clients import client_ip
 
 Kind = AuditEvent.Kind
 

@@ -32,10 +32,10 @@ from accounts.errors import (
     ResendTooEarly,
 )
 from accounts.models import Authenticator, Challenge, User
+from accounts.ratelimits import auth_limits_consume
 from accounts.services.authenticators import authenticator_code_accept
 from accounts.services.outbox import outbox_email, outbox_sms
 from accounts.services.recovery_codes import recovery_code_normalize, recovery_code_spend
-from platform_site.ratelimits import auth_limits_consume
 
 Purpose = Challenge.Purpose
 
@@ -273,19 +273,9 @@ def challenge_confirm(
         cursor.execute(_SPEND, params)
         row = cursor.fetchone()
     if row is None:
-        spent = Challenge.objects.filter(
-            Q(device_key="") | Q(device_key=device_key) | ~Q(method=Challenge.Method.TOTP),
-            pk=request_id,
-            purpose=purpose,
-            used_at__isnull=True,
-            attempts_left=0,
+        raise _no_attempt_left(
+            request_id=request_id, purpose=purpose, user=user, device_key=device_key
         )
-        if user is not None:
-            spent = spent.filter(user=user)
-        if spent.exists():
-            raise AttemptsExceeded()
-        # Unknown, finished, of another flow or device: no code can be right.
-        raise CodeInvalid(attempts_remaining=0)
     attempts_left, code_hash, expires_at, user_id, method, authenticator_id = row
     recovery = recovery_code_normalize(code) if recovery_codes else None
     if recovery is None and method != Challenge.Method.TOTP:
@@ -298,6 +288,51 @@ def challenge_confirm(
             user_id=user_id,
             user=user,
         )
+    return _confirm_app_or_recovery_code(
+        request_id=request_id,
+        code=code,
+        recovery=recovery,
+        attempts_left=attempts_left,
+        expires_at=expires_at,
+        user_id=user_id,
+        user=user,
+        authenticator_id=authenticator_id,
+    )
+
+
+def _no_attempt_left(
+    *, request_id: uuid.UUID, purpose: Challenge.Purpose, user: User | None, device_key: str
+) -> AttemptsExceeded | CodeInvalid:
+    """Why a challenge had no attempt to spend, as the error to raise: its attempts are used up,
+    or it is not one this confirmation may spend."""
+    spent = Challenge.objects.filter(
+        Q(device_key="") | Q(device_key=device_key) | ~Q(method=Challenge.Method.TOTP),
+        pk=request_id,
+        purpose=purpose,
+        used_at__isnull=True,
+        attempts_left=0,
+    )
+    if user is not None:
+        spent = spent.filter(user=user)
+    if spent.exists():
+        return AttemptsExceeded()
+    # Unknown, finished, of another flow or device: no code can be right.
+    return CodeInvalid(attempts_remaining=0)
+
+
+def _confirm_app_or_recovery_code(
+    *,
+    request_id: uuid.UUID,
+    code: str,
+    recovery: str | None,
+    attempts_left: int,
+    expires_at: datetime,
+    user_id: int | None,
+    user: User | None,
+    authenticator_id: uuid.UUID | None,
+) -> Confirmed:
+    """An authenticator app's code, or (``recovery``, normalized) one of the user's recovery
+    codes: neither is stored with the challenge, so each passes by being used up."""
     if expires_at <= timezone.now():
         raise CodeExpired(attempts_remaining=attempts_left)
     if user_id is None or (user is not None and user_id != user.pk):
@@ -311,8 +346,10 @@ def challenge_confirm(
         if recovery is not None:
             right = bool(used) and recovery_code_spend(user_id=user_id, typed=recovery)
         else:
-            right = bool(used) and authenticator_code_accept(
-                authenticator_id=authenticator_id, code=code
+            right = (
+                bool(used)
+                and authenticator_id is not None
+                and authenticator_code_accept(authenticator_id=authenticator_id, code=code)
             )
         if not right:
             transaction.set_rollback(True)

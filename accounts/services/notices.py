@@ -19,10 +19,11 @@ from django.http import HttpRequest
 from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 
-from accounts.devices import Device, client_ip
+from accounts.devices import Device
 from accounts.models import OutboxMessage, Session, User
 from accounts.services.outbox import outbox_email
 from accounts.user_agents import user_agent_describe
+from platform_site.clients import client_ip
 from platform_site.timestamps import utc_display
 
 # A sign-in from a device without a session used in this many days is announced.

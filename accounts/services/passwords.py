@@ -17,6 +17,8 @@ from accounts.device_tokens import device_token_issue
 from accounts.devices import Device
 from accounts.errors import BadCredentials
 from accounts.models import Challenge, User
+from accounts.ratelimits import auth_limits_consume
+from accounts.selectors import user_for_identifier
 from accounts.services.audit import Kind, audit
 from accounts.services.challenges import (
     Started,
@@ -27,14 +29,8 @@ from accounts.services.challenges import (
 from accounts.services.lockout import gate_unlock
 from accounts.services.notices import Notice, notice_send
 from accounts.services.sessions import session_start, sessions_revoke_for_user
-from accounts.services.sign_in import (
-    SignIn,
-    credentials_check,
-    presented_token_id,
-    user_for_identifier,
-)
+from accounts.services.sign_in import SignIn, credentials_check, presented_token_id
 from platform_site.errors import ValidationFailed
-from platform_site.ratelimits import auth_limits_consume
 
 # 24 random bytes: 192 bits, above the 128 the platform promises, URL-safe to paste anywhere.
 GENERATED_PASSWORD_BYTES = 24

@@ -6,18 +6,16 @@ import uuid
 
 import phonenumbers
 from django.conf import settings
-from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from accounts import liveness
 from accounts.errors import SessionNotFound
-from accounts.models import Session, User
+from accounts.models import User
+from accounts.selectors import sessions_live
 from accounts.services.audit import Kind, audit
 from accounts.services.outbox import outbox_email
 from accounts.services.sessions import session_revoke
-from accounts.session_rules import live_sessions
 from platform_site.errors import ValidationFailed
 
 PHONE_ERROR = _("Enter a phone number in international format, such as +4915112345678.")
@@ -83,12 +81,6 @@ def profile_language_set(*, user: User, language: str) -> User:
         user.language = language
         user.save(update_fields=["language"])
     return user
-
-
-def sessions_live(*, user: User) -> QuerySet[Session]:
-    return Session.objects.filter(live_sessions(timezone.now()), user=user).order_by(
-        "-last_used_at", "-created_at"
-    )
 
 
 def session_revoke_own(*, user: User, session_id: uuid.UUID, request: HttpRequest | None) -> None:

@@ -16,13 +16,14 @@ from accounts import identifiers, liveness
 from accounts.devices import Device
 from accounts.errors import EmailTaken
 from accounts.models import Challenge, OutboxMessage, User
+from accounts.ratelimits import auth_limits_consume
+from accounts.selectors import user_for_identifier
 from accounts.services.audit import Kind, audit
 from accounts.services.challenges import Started, challenge_confirm, challenge_start
 from accounts.services.outbox import outbox_email
 from accounts.services.passwords import password_validate
-from accounts.services.sign_in import SignIn, sign_in_continue, user_for_identifier
+from accounts.services.sign_in import SignIn, sign_in_continue
 from platform_site.errors import ValidationFailed
-from platform_site.ratelimits import auth_limits_consume
 
 USERNAME_MAX_LENGTH = 150
 EMAIL_TAKEN = "email_taken"  # the e-mail's template, and its outbox rows' label

@@ -1,9 +1,8 @@
 """Signing in with a login or e-mail and a password, in the order of docs/sessions.md,
-"Signing in"."""
+"Signing in". The second factor's step is accounts.services.sign_in_second_factor."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -14,7 +13,7 @@ from django.contrib.auth.hashers import make_password
 from django.http import HttpRequest
 from django.utils import timezone
 
-from accounts import identifiers, metrics
+from accounts import metrics
 from accounts.device_tokens import (
     device_token_gate_key,
     device_token_id,
@@ -26,39 +25,24 @@ from accounts.errors import (
     AccountDisabled,
     AccountExpired,
     AccountLocked,
-    AttemptsExceeded,
     BadCredentials,
-    CodeInvalid,
     CredentialsExpired,
     EmailNotConfirmed,
     StaffOnly,
     TwoFactorRequired,
 )
 from accounts.models import Challenge, Session, TwoFactorMethod, User
+from accounts.ratelimits import auth_limits_consume
+from accounts.selectors import user_for_identifier
 from accounts.services.audit import Kind, audit
 from accounts.services.authenticators import authenticator_confirmed
-from accounts.services.challenges import (
-    CodeWrong,
-    Confirmed,
-    challenge_confirm,
-    challenge_open_totp,
-    challenge_pending,
-    challenge_start,
-)
-from accounts.services.lockout import gate_held, gate_key, gate_of
+from accounts.services.challenges import challenge_open_totp, challenge_pending, challenge_start
+from accounts.services.lockout import Gate, gate_held, gate_key
 from accounts.services.notices import Notice, device_is_new, notice_send
-from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.sessions import session_start
 from accounts.services.tokens import TokenPair
-from platform_site.errors import ApplicationError
-from platform_site.ratelimits import auth_limits_consume
 
 IdentifierKind = Literal["email", "username"]
-
-# Wrong second-factor codes in a row (SMS, app and recovery codes alike, across sign-ins: two
-# challenges' worth) that lock the account for ACCOUNTS_LOCKOUT_SECONDS: a password thief cannot
-# try codes one sign-in after another.
-SECOND_FACTOR_FAILURES_BEFORE_LOCK = 10
 
 
 @dataclass(frozen=True)
@@ -74,15 +58,6 @@ def presented_token_id(*, user: User | None, request: HttpRequest | None) -> str
     if request is None:
         return None
     return device_token_id(token=device_token_sent(request), user=user)
-
-
-def user_for_identifier(*, kind: IdentifierKind, identifier: str) -> User | None:
-    """E-mail addresses match in canonical form (cabinet users only); logins match exactly, as
-    their NFKC form (accounts.identifiers)."""
-    if kind == "email":
-        canonical = identifiers.email_canonical(identifier)
-        return User.objects.filter(email_canonical=canonical, kind=User.Kind.USER).first()
-    return User.objects.filter(username=identifiers.login_canonical(identifier)).first()
 
 
 def credentials_check(
@@ -115,51 +90,85 @@ def credentials_check(
             else:
                 gate.failures += 1
                 if gate.failures >= settings.ACCOUNTS_LOCKOUT_THRESHOLD:
-                    gate.locked_until = now + timedelta(seconds=settings.ACCOUNTS_LOCKOUT_SECONDS)
-                    metrics.lockouts.inc()
-                    audit(
-                        Kind.LOCKED,
+                    _gate_lock(
+                        gate,
+                        now=now,
                         user=user,
                         request=request,
+                        kind=kind,
                         identifier=identifier,
-                        counter=_counter_named(counter),
+                        counter=counter,
+                        by_device_token=token_id is not None,
                     )
-                    # The e-mail says the account is locked; a token's lock leaves it open.
-                    if token_id is None:
-                        notice_send(
-                            Notice.ACCOUNT_LOCKED,
-                            user=user,
-                            request=request,
-                            at=now,
-                            until=gate.locked_until,
-                            decoy_address=identifier if kind == "email" else "",
-                        )
     # Decided under the gate, answered after its verdict is saved.
     if locked_until is not None:
         metrics.sign_ins.labels("locked").inc()
         raise AccountLocked(locked_until=locked_until, device_token=token_id is not None)
     if user is None or gate.failures:
-        metrics.sign_ins.labels("bad_credentials").inc()
-        audit(
-            Kind.SIGN_IN_FAILED,
-            user=user,
-            request=request,
-            identifier=identifier,
-            counter=_counter_named(counter),
-        )
-        if request is not None:  # django-axes' record of attempts, for the admin
-            username = user.username if user is not None else identifier
-            AxesProxyHandler.user_login_failed(
-                sender=__name__, credentials={"username": username}, request=request
-            )
-        raise BadCredentials(
-            attempts_remaining=max(settings.ACCOUNTS_LOCKOUT_THRESHOLD - gate.failures, 0),
-            locked_until=gate.locked_until,
+        raise _failure_recorded(
+            gate, user=user, request=request, identifier=identifier, counter=counter
         )
     return user
 
 
-def _counter_named(key: str) -> str:
+def _gate_lock(
+    gate: Gate,
+    *,
+    now: datetime,
+    user: User | None,
+    request: HttpRequest | None,
+    kind: IdentifierKind,
+    identifier: str,
+    counter: str,
+    by_device_token: bool,
+) -> None:
+    """The wrong password that reaches ACCOUNTS_LOCKOUT_THRESHOLD: the gate locked, audited, and
+    the account's owner told."""
+    gate.locked_until = now + timedelta(seconds=settings.ACCOUNTS_LOCKOUT_SECONDS)
+    metrics.lockouts.inc()
+    audit(
+        Kind.LOCKED,
+        user=user,
+        request=request,
+        identifier=identifier,
+        counter=counter_named(counter),
+    )
+    # The e-mail says the account is locked; a token's lock leaves it open.
+    if not by_device_token:
+        notice_send(
+            Notice.ACCOUNT_LOCKED,
+            user=user,
+            request=request,
+            at=now,
+            until=gate.locked_until,
+            decoy_address=identifier if kind == "email" else "",
+        )
+
+
+def _failure_recorded(
+    gate: Gate, *, user: User | None, request: HttpRequest | None, identifier: str, counter: str
+) -> BadCredentials:
+    """A refused password counted, audited and given to django-axes: the error to raise."""
+    metrics.sign_ins.labels("bad_credentials").inc()
+    audit(
+        Kind.SIGN_IN_FAILED,
+        user=user,
+        request=request,
+        identifier=identifier,
+        counter=counter_named(counter),
+    )
+    if request is not None:  # django-axes' record of attempts, for the admin
+        username = user.username if user is not None else identifier
+        AxesProxyHandler.user_login_failed(
+            sender=__name__, credentials={"username": username}, request=request
+        )
+    return BadCredentials(
+        attempts_remaining=max(settings.ACCOUNTS_LOCKOUT_THRESHOLD - gate.failures, 0),
+        locked_until=gate.locked_until,
+    )
+
+
+def counter_named(key: str) -> str:
     """The gate a failure went to, as the audit log names it: ``account``, ``unknown`` or
     ``device:<token id>`` (a token's id, never the token)."""
     if key.startswith("device:"):
@@ -220,45 +229,13 @@ def sign_in_continue(
         raise AccountExpired()
     if user.kind == User.Kind.USER and not user.email_confirmed:
         metrics.sign_ins.labels("email_not_confirmed").inc()
-        started = challenge_pending(purpose=Challenge.Purpose.REGISTRATION, user=user)
-        if started is None:
-            started = challenge_start(
-                purpose=Challenge.Purpose.REGISTRATION, user=user, address=user.email
-            )
-        raise EmailNotConfirmed(
-            request_id=str(started.challenge.pk), retry_after_seconds=started.retry_after_seconds
-        )
+        raise _email_confirmation_asked(user)
     if credentials_expired(user=user, now=now):
         metrics.sign_ins.labels("credentials_expired").inc()
         raise CredentialsExpired()
     if user.two_factor_enabled and not two_factor_done:
         metrics.sign_ins.labels("two_factor_required").inc()
-        authenticator = (
-            authenticator_confirmed(user=user)
-            if user.two_factor_method == TwoFactorMethod.TOTP
-            else None
-        )
-        if authenticator is not None:
-            challenge = challenge_open_totp(
-                purpose=Challenge.Purpose.SIGN_IN,
-                user=user,
-                authenticator=authenticator,
-                device_key=device.key,
-            )
-            raise TwoFactorRequired(
-                request_id=str(challenge.pk), retry_after_seconds=None, confirm_method="TOTP"
-            )
-        started = challenge_pending(purpose=Challenge.Purpose.SIGN_IN, user=user)
-        if started is None:
-            started = challenge_start(
-                purpose=Challenge.Purpose.SIGN_IN,
-                user=user,
-                address=user.phone,
-                device_key=device.key,
-            )
-        raise TwoFactorRequired(
-            request_id=str(started.challenge.pk), retry_after_seconds=started.retry_after_seconds
-        )
+        raise _second_factor_asked(user, device=device)
     new_device = user.kind == User.Kind.USER and device_is_new(user=user, device=device, now=now)
     session, tokens = session_start(user=user, device=device)
     # Written here, once: Django's own writer (on user_logged_in) is disconnected (accounts.apps).
@@ -276,149 +253,45 @@ def sign_in_continue(
     return SignIn(user=user, session=session, tokens=tokens, device_token=device_token)
 
 
-def sign_in_two_factor_confirm(
-    *, request_id: uuid.UUID, code: str, device: Device, request: HttpRequest | None
-) -> SignIn:
-    """The second step of a sign-in with 2FA: the SMS code, the authenticator app's code, or
-    one of the user's recovery codes (used up, and the user told by e-mail); then a session.
-
-    Every kind of code counts toward one run of wrong codes per account, across sign-ins; that
-    many in a row lock the account like wrong passwords (:func:`_second_factor_check`). With a
-    valid device token of the account, the run and the lock are the token's own.
-    """
-    auth_limits_consume(request, kind="requestId", identifier=str(request_id))
-    confirmed = _second_factor_check(
-        request_id=request_id, code=code, device=device, request=request
-    )
-    user = confirmed.user
-    if confirmed.by_recovery_code:
-        remaining = recovery_codes_remaining(user=user)
-        audit(Kind.RECOVERY_CODE_USED, user=user, request=request, remaining=remaining)
-        notice_send(
-            Notice.RECOVERY_CODE_USED,
-            user=user,
-            request=request,
-            device=device,
-            remaining=remaining,
+def _email_confirmation_asked(user: User) -> EmailNotConfirmed:
+    """The e-mail confirmation pending for ``user``, or a new one (its code e-mailed): the
+    error to raise."""
+    started = challenge_pending(purpose=Challenge.Purpose.REGISTRATION, user=user)
+    if started is None:
+        started = challenge_start(
+            purpose=Challenge.Purpose.REGISTRATION, user=user, address=user.email
         )
-    return sign_in_continue(user=user, device=device, request=request, two_factor_done=True)
-
-
-def second_factor_gate_key(user: User, token_id: str | None = None) -> str:
-    if token_id is not None:
-        return f"second-factor:{device_token_gate_key(token_id)}"
-    return f"second-factor:user:{user.pk}"
-
-
-def _second_factor_check(
-    *, request_id: uuid.UUID, code: str, device: Device, request: HttpRequest | None
-) -> Confirmed:
-    """``code`` (an SMS code, an app's code or a recovery code alike) against the sign-in
-    ``request_id``, under the account's second-factor gate, which holds its run of wrong codes.
-
-    A wrong code lengthens the run, a right one ends it; the one that makes it
-    SECOND_FACTOR_FAILURES_BEFORE_LOCK locks the account's sign-in gate and closes its open
-    sign-ins. Confirmations of one account take turns on the gate row, each committing its
-    spent attempt with its verdict, so parallel codes cannot get more wrong ones compared than
-    that. While the account is locked, whatever locked it, an open sign-in compares nothing and
-    is closed (ATTEMPTS_EXCEEDED): the next sign-in answers 423 before another SMS is sent.
-
-    A valid device token of the account sent with the code puts all of this on the token: its
-    own run, its own gate locked, and only this sign-in closed, so a stranger's wrong codes
-    neither lock its holder out nor are locked by it.
-    """
-    user = User.objects.filter(
-        challenges__pk=request_id, challenges__purpose=Challenge.Purpose.SIGN_IN
-    ).first()
-    if user is None:  # unknown, or of another flow: no account to count for, no code is right
-        return _sign_in_code_confirm(request_id=request_id, code=code, device=device)
-    outcome: Confirmed | ApplicationError
-    token_id = presented_token_id(user=user, request=request)
-    with gate_held(key=second_factor_gate_key(user, token_id)) as run:
-        now = timezone.now()
-        gate = gate_of(user=user, key=None if token_id is None else device_token_gate_key(token_id))
-        if gate is not None and gate.locked_until is not None and gate.locked_until > now:
-            _sign_ins_close(user, request_id=None if token_id is None else request_id)
-            outcome = AttemptsExceeded()
-        else:
-            try:
-                outcome = _sign_in_code_confirm(request_id=request_id, code=code, device=device)
-            except CodeWrong as error:
-                outcome = error
-                run.failures += 1
-                if run.failures >= SECOND_FACTOR_FAILURES_BEFORE_LOCK:
-                    run.failures = 0
-                    _second_factor_lock(
-                        user=user,
-                        device=device,
-                        request=request,
-                        now=now,
-                        token_id=token_id,
-                        request_id=request_id,
-                    )
-            except (CodeInvalid, AttemptsExceeded) as error:  # nothing compared, or expired
-                outcome = error
-            else:
-                run.failures = 0
-    # Raised once the gate's transaction has committed the attempt and the run.
-    if isinstance(outcome, ApplicationError):
-        raise outcome
-    return outcome
-
-
-def _sign_in_code_confirm(*, request_id: uuid.UUID, code: str, device: Device) -> Confirmed:
-    return challenge_confirm(
-        request_id=request_id,
-        purpose=Challenge.Purpose.SIGN_IN,
-        code=code,
-        device_key=device.key,
-        recovery_codes=True,
+    return EmailNotConfirmed(
+        request_id=str(started.challenge.pk), retry_after_seconds=started.retry_after_seconds
     )
 
 
-def _sign_ins_close(user: User, *, request_id: uuid.UUID | None = None) -> None:
-    """The account's open sign-ins, or only ``request_id``'s."""
-    open_sign_ins = Challenge.objects.filter(
-        user=user, purpose=Challenge.Purpose.SIGN_IN, used_at__isnull=True
+def _second_factor_asked(user: User, *, device: Device) -> TwoFactorRequired:
+    """A sign-in challenge for the account's second factor: its authenticator app, or an SMS
+    code (the one pending, or a new one sent): the error to raise."""
+    authenticator = (
+        authenticator_confirmed(user=user)
+        if user.two_factor_method == TwoFactorMethod.TOTP
+        else None
     )
-    if request_id is not None:
-        open_sign_ins = open_sign_ins.filter(pk=request_id)
-    open_sign_ins.update(attempts_left=0)
-
-
-def _second_factor_lock(
-    *,
-    user: User,
-    device: Device,
-    request: HttpRequest | None,
-    now: datetime,
-    token_id: str | None,
-    request_id: uuid.UUID,
-) -> None:
-    counter = (
-        gate_key(user=user, kind="", identifier="")
-        if token_id is None
-        else device_token_gate_key(token_id)
-    )
-    with gate_held(key=counter) as gate:
-        gate.locked_until = now + timedelta(seconds=settings.ACCOUNTS_LOCKOUT_SECONDS)
-    metrics.lockouts.inc()
-    audit(
-        Kind.LOCKED,
-        user=user,
-        request=request,
-        cause="second_factor",
-        counter=_counter_named(counter),
-    )
-    if token_id is not None:  # the account stays open to everyone else
-        _sign_ins_close(user, request_id=request_id)
-        return
-    _sign_ins_close(user)
-    notice_send(
-        Notice.ACCOUNT_LOCKED,
-        user=user,
-        request=request,
-        device=device,
-        at=now,
-        until=gate.locked_until,
+    if authenticator is not None:
+        challenge = challenge_open_totp(
+            purpose=Challenge.Purpose.SIGN_IN,
+            user=user,
+            authenticator=authenticator,
+            device_key=device.key,
+        )
+        return TwoFactorRequired(
+            request_id=str(challenge.pk), retry_after_seconds=None, confirm_method="TOTP"
+        )
+    started = challenge_pending(purpose=Challenge.Purpose.SIGN_IN, user=user)
+    if started is None:
+        started = challenge_start(
+            purpose=Challenge.Purpose.SIGN_IN,
+            user=user,
+            address=user.phone,
+            device_key=device.key,
+        )
+    return TwoFactorRequired(
+        request_id=str(started.challenge.pk), retry_after_seconds=started.retry_after_seconds
     )

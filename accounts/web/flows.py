@@ -5,7 +5,6 @@ services as the JSON API, which count the rate limits too."""
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -37,6 +36,7 @@ from accounts.errors import (
     TwoFactorRequired,
 )
 from accounts.models import Challenge, User
+from accounts.selectors import challenge_of
 from accounts.services.challenges import challenge_resend, challenge_resend_wait
 from accounts.services.sessions import sessions_revoke_for_user
 from accounts.services.sign_in import (
@@ -101,13 +101,6 @@ def wrong_password(error: BadCredentials) -> str:
             left,
         ) % {"count": left, "minutes": math.ceil(settings.ACCOUNTS_LOCKOUT_SECONDS / 60)}
     return _("The e-mail, login or password is wrong.")
-
-
-def challenge_of(request_id: str | None, purpose: Challenge.Purpose) -> Challenge | None:
-    try:
-        return Challenge.objects.filter(pk=uuid.UUID(str(request_id)), purpose=purpose).first()
-    except ValueError:
-        return None
 
 
 def code_page(

@@ -15,6 +15,7 @@ from accounts.errors import (
     CodeInvalid,
 )
 from accounts.models import Challenge
+from accounts.selectors import challenge_of
 from accounts.services.passwords import (
     password_change,
     password_reset_confirm,
@@ -22,7 +23,6 @@ from accounts.services.passwords import (
 )
 from accounts.web.flows import (
     cabinet_user,
-    challenge_of,
     code_error,
     code_page,
     field_errors,

@@ -20,11 +20,11 @@ from accounts.errors import (
     TwoFactorAlreadyEnabled,
 )
 from accounts.models import AuditEvent, Challenge, User
+from accounts.selectors import challenge_of, sessions_live
 from accounts.services.profile import (
     profile_language_set,
     profile_update,
     session_revoke_own,
-    sessions_live,
 )
 from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.two_factor import (
@@ -35,7 +35,6 @@ from accounts.services.two_factor import (
 from accounts.user_agents import user_agent_describe
 from accounts.web.flows import (
     cabinet_user,
-    challenge_of,
     code_error,
     code_page,
     field_errors,

@@ -14,12 +14,8 @@ from django.views.decorators.http import require_POST
 
 from accounts.devices import device_of
 from accounts.models import Challenge
-from accounts.services.sign_in import (
-    IdentifierKind,
-    SignIn,
-    sign_in,
-    sign_in_two_factor_confirm,
-)
+from accounts.services.sign_in import IdentifierKind, SignIn, sign_in
+from accounts.services.sign_in_second_factor import sign_in_two_factor_confirm
 from accounts.web.flows import sign_in_by_code, sign_in_outcome
 from accounts.web.forms import (
     AdminLoginForm,

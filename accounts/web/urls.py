@@ -1,7 +1,8 @@
 from django.urls import path
 
+from accounts.dev import dev_outbox
 from accounts.session_rules import Action, performs
-from accounts.web import bus, passwords, profile, registration, sign_in, two_factor
+from accounts.web import passwords, profile, registration, sign_in, two_factor
 
 urlpatterns = [
     path("login", sign_in.login_page, name="login"),
@@ -29,13 +30,11 @@ urlpatterns = [
         name="two-factor-recovery-codes",
     ),
     path("settings/sessions/revoke", profile.session_revoke_page, name="session-revoke"),
-    path("bus", bus.bus_page, name="bus"),
-    path("bus/adapters", bus.adapter_create_page, name="adapter-create"),
-    path("bus/adapters/<int:adapter_id>/purge", bus.adapter_purge_page, name="adapter-purge"),
+    path("dev/outbox", performs(Action.PAGE_SUPPORT)(dev_outbox), name="dev-outbox"),
+    # Django's set_language, which also keeps a signed-in person's choice on the account.
     path(
-        "bus/adapters/<int:adapter_id>/<slug:action>",
-        bus.adapter_action_page,
-        name="adapter-action",
+        "i18n/setlang/",
+        performs(Action.PAGE_SUPPORT)(profile.language_switch_page),
+        name="set_language",
     ),
-    path("bus/dead-letters/redrive", bus.redrive_page, name="redrive"),
 ]

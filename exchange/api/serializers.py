@@ -1,18 +1,20 @@
-"""Request and response shapes of the exchange API."""
+"""Request and response shapes of the exchange API (the usual inputs of its hottest requests
+are read directly: exchange.api.inputs)."""
 
 from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any, cast
 
 from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from exchange.services.sending import NOT_JSON, Outgoing
-from platform_site.errors import ApplicationError, application_error_for
-from platform_site.serializers import BIGINT_MAX, Input
+from exchange import queries
+from exchange.services.sending import NOT_JSON
+from platform_site.serializers import Input
 
 MAX_BATCH = 100
 MAX_LEASE_SECONDS = 43200
@@ -110,21 +112,33 @@ class SendInput(Input):
         return headers
 
 
-IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+# The idempotency key's one rule: a single send's Idempotency-Key header, a batch message's
+# idempotencyKey (the same namespace), their fast paths (exchange.api.inputs) and the schema.
+IDEMPOTENCY_KEY_RULE = "1 to 255 printable ASCII characters."
+IDEMPOTENCY_KEY_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 255,
+    "pattern": r"^[\x21-\x7e]+$",
+}
+_IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 
 
-@extend_schema_field(
-    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[\x21-\x7e]+$"}
-)
+def idempotency_key_valid(value: object) -> bool:
+    """Whether ``value`` is an idempotency key: IDEMPOTENCY_KEY_RULE."""
+    return isinstance(value, str) and _IDEMPOTENCY_KEY.fullmatch(value) is not None
+
+
+@extend_schema_field(IDEMPOTENCY_KEY_SCHEMA)
 class IdempotencyKeyField(serializers.CharField):
-    """1 to 255 printable ASCII characters, as the single send's Idempotency-Key header."""
+    """An idempotency key (IDEMPOTENCY_KEY_RULE), as the single send's Idempotency-Key header."""
 
-    default_error_messages = {"invalid": "1 to 255 printable ASCII characters."}
+    default_error_messages = {"invalid": IDEMPOTENCY_KEY_RULE}
 
     def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str) or not IDEMPOTENCY_KEY.fullmatch(data):
+        if not idempotency_key_valid(data):
             self.fail("invalid")
-        return data
+        return cast(str, data)
 
 
 class SendBatchItemInput(SendInput):
@@ -137,109 +151,6 @@ class SendBatchItemInput(SendInput):
 class SendBatchInput(Input):
     messages = serializers.ListField(
         child=SendBatchItemInput(), allow_empty=False, min_length=1, max_length=MAX_BATCH
-    )
-
-
-NOT_AN_OBJECT = "Each message is a JSON object."
-
-
-# A send's usual input, read directly: building SendInput for each message of a batch of 100 cost
-# more than the rest of the request. Anything else, valid or not, goes through the serializers, so
-# results and errors are theirs (tests/exchange/test_input_fast_paths.py holds the two alike).
-_MESSAGE_FIELDS = frozenset({"to", "type", "payload", "headers"})
-_REQUIRED_FIELDS = frozenset({"to", "type", "payload"})
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # CharField's validators refuse these
-
-
-def _plain_message(item: Any, fields: frozenset[str]) -> dict[str, Any] | None:
-    """The validated data of a usual, valid message parsed from JSON, whose fields are among
-    ``fields``; None for anything else."""
-    if not isinstance(item, dict) or not _REQUIRED_FIELDS <= item.keys() <= fields:
-        return None
-    to, kind, payload = item["to"], item["type"], item["payload"]
-    if type(to) is not int or not 1 <= to <= BIGINT_MAX or payload is None:
-        return None
-    if not isinstance(kind, str) or not 0 < len(kind) <= 128 or _UNSTORABLE.search(kind):
-        return None
-    headers = item.get("headers", {})
-    if not isinstance(headers, dict) or len(headers) > MAX_HEADERS:
-        return None
-    for name, value in headers.items():
-        if not (isinstance(name, str) and 0 < len(name) <= 64):
-            return None
-        if not (isinstance(value, str) and len(value) <= 1024):
-            return None
-        if _UNSTORABLE.search(value):
-            return None
-    message = {"to": to, "type": kind, "payload": payload, "headers": dict(headers)}
-    if "idempotencyKey" in item:
-        key = item["idempotencyKey"]
-        if not isinstance(key, str) or not IDEMPOTENCY_KEY.fullmatch(key):
-            return None
-        message["idempotencyKey"] = key
-    return message
-
-
-def send_input(data: Any) -> dict[str, Any]:
-    """SendInput's validated data for a single send's body."""
-    message = _plain_message(data, _MESSAGE_FIELDS)
-    return SendInput.validated(data) if message is None else message
-
-
-_BATCH_ITEM_FIELDS = _MESSAGE_FIELDS | {"idempotencyKey"}
-
-
-def batch_items(data: Any) -> list[Outgoing | ApplicationError]:
-    """SendBatchInput's messages, each an Outgoing or the 400 that says what is wrong with it.
-    A body that is not a batch at all (not an object with a list of 1 to MAX_BATCH messages)
-    is one 400 for the whole request."""
-    if isinstance(data, dict) and data.keys() == {"messages"}:
-        items = data["messages"]
-        if isinstance(items, list) and 1 <= len(items) <= MAX_BATCH:
-            messages = [_plain_message(item, _BATCH_ITEM_FIELDS) for item in items]
-            if None not in messages:
-                return [_outgoing(cast(dict[str, Any], message)) for message in messages]
-    return batch_items_checked(data)
-
-
-def batch_items_checked(data: Any) -> list[Outgoing | ApplicationError]:
-    """batch_items through the serializers."""
-    # The schema says each message is an object: a list with anything else in it is no batch,
-    # and is refused whole, before any of its messages is sent.
-    listed = data.get("messages") if isinstance(data, dict) else None
-    if isinstance(listed, list):
-        strays = {
-            position: [NOT_AN_OBJECT]
-            for position, item in enumerate(listed)
-            if not isinstance(item, dict)
-        }
-        if strays:
-            raise serializers.ValidationError({"messages": cast(Any, strays)})  # by index
-    batch = SendBatchInput(data=data)
-    if batch.is_valid():
-        return [_outgoing(item) for item in batch.validated_data["messages"]]
-    # The items' own errors come by position, {index: errors}; anything else is about the body
-    # or the list itself.
-    item_errors = batch.errors.get("messages")
-    if batch.errors.keys() != {"messages"} or not isinstance(item_errors, dict):
-        raise serializers.ValidationError(batch.errors)
-    items: list[Outgoing | ApplicationError] = []
-    for position, item in enumerate(data["messages"]):
-        if position in item_errors:
-            error = application_error_for(serializers.ValidationError(item_errors[position]))
-            items.append(cast(ApplicationError, error))
-        else:
-            items.append(_outgoing(SendBatchItemInput.validated(item)))
-    return items
-
-
-def _outgoing(item: dict[str, Any]) -> Outgoing:
-    return Outgoing(
-        to=item["to"],
-        type=item["type"],
-        payload=item["payload"],
-        headers=item["headers"],
-        idempotency_key=item.get("idempotencyKey"),
     )
 
 
@@ -289,17 +200,30 @@ class SentOutput(serializers.Serializer[Any]):
     duplicate = serializers.BooleanField(required=False, help_text="Present (true) on a replay.")
 
 
-class DeliveryOutput(serializers.Serializer[Any]):
-    messageId = serializers.UUIDField()
-    receiptHandle = serializers.CharField(help_text="Names this delivery for nack and lease.")
-    deliveryCount = serializers.IntegerField()
-    redelivered = serializers.BooleanField()
-    enqueuedAt = serializers.DateTimeField()
-    leaseExpiresAt = serializers.DateTimeField()
-    sender = serializers.IntegerField(allow_null=True, help_text="The sender's adapterId.")
-    type = serializers.CharField()
-    headers = serializers.DictField(child=serializers.CharField())
-    payload = serializers.JSONField()
+# The type of each of a received message's members; their names and order are
+# queries.DELIVERY_MEMBERS', the shape's one definition (a member without a type here fails at
+# import).
+_DELIVERY_FIELDS: dict[str, Callable[[], serializers.Field[Any, Any, Any, Any]]] = {
+    "messageId": serializers.UUIDField,
+    "receiptHandle": lambda: serializers.CharField(
+        help_text="Names this delivery for nack and lease."
+    ),
+    "deliveryCount": serializers.IntegerField,
+    "redelivered": serializers.BooleanField,
+    "enqueuedAt": serializers.DateTimeField,
+    "leaseExpiresAt": serializers.DateTimeField,
+    "sender": lambda: serializers.IntegerField(
+        allow_null=True, help_text="The sender's adapterId."
+    ),
+    "type": serializers.CharField,
+    "headers": lambda: serializers.DictField(child=serializers.CharField()),
+    "payload": serializers.JSONField,
+}
+DeliveryOutput: type[serializers.Serializer[Any]] = type(
+    "DeliveryOutput",
+    (serializers.Serializer,),
+    {name: _DELIVERY_FIELDS[name]() for name, _ in queries.DELIVERY_MEMBERS},
+)
 
 
 class ReceiveOutput(serializers.Serializer[Any]):
@@ -341,90 +265,6 @@ class AckInput(Input):
         help_text="Receive after the ACK, as GET /api/exchange/messages with these options "
         "would: the answer's messages. One request per batch for a consumer's loop.",
     )
-
-
-# Receive and ACK are the exchange's hottest requests, and building a DRF serializer (its fields are
-# deep-copied per instance) cost about a tenth of each. The usual input is read directly; anything
-# else, valid or not, goes through the serializer, so results and errors are the serializer's.
-
-
-def _receive_bounds() -> dict[str, tuple[int, int, int]]:
-    """(minimum, maximum, default) of each of ReceiveOptions' fields."""
-    bounds: dict[str, tuple[int, int, int]] = {}
-    for name, field in cast(dict[str, serializers.IntegerField], ReceiveOptions().fields).items():
-        low, high, default = field.min_value, field.max_value, field.default
-        if low is None or high is None or not isinstance(default, int):
-            raise TypeError(f"ReceiveOptions.{name} needs bounds and a default")
-        bounds[name] = (low, high, default)
-    return bounds
-
-
-RECEIVE_BOUNDS = _receive_bounds()
-
-
-def receive_options(query: QueryDict) -> dict[str, int]:
-    """ReceiveInput's validated data for the receive's query string."""
-    options = {name: default for name, (_, _, default) in RECEIVE_BOUNDS.items()}
-    for name, values in query.lists():
-        bounds = RECEIVE_BOUNDS.get(name)
-        number = None if bounds is None else _plain_number(values, bounds)
-        if number is None:
-            return ReceiveInput.validated(query)
-        options[name] = number
-    return options
-
-
-def _plain_number(values: list[str], bounds: tuple[int, int, int]) -> int | None:
-    """The one plain decimal number in ``values`` if it lies within ``bounds``."""
-    if len(values) != 1 or len(values[0]) > 9 or not (values[0].isascii() and values[0].isdigit()):
-        return None
-    number, (low, high, _) = int(values[0]), bounds
-    return number if low <= number <= high else None
-
-
-_UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-_CANONICAL_IDS = re.compile(f"{_UUID}(?:,{_UUID})*")
-
-
-def ack_input(data: Any) -> tuple[list[str], dict[str, int] | None]:
-    """AckInput's validated data for the ACK's body: the messageIds as canonical text (what
-    receive hands out), and the options of the receive that follows, if the body asks for one."""
-    if isinstance(data, dict) and "messageIds" in data and data.keys() <= {"messageIds", "receive"}:
-        ids = _plain_ids(data["messageIds"])
-        options = _plain_options(data["receive"]) if "receive" in data else None
-        if ids is not None and (options is not None or "receive" not in data):
-            return ids, options
-    validated = AckInput.validated(data)
-    ids = [str(message_id) for message_id in validated["messageIds"]]
-    receive = validated.get("receive")
-    return ids, None if receive is None else dict(receive)
-
-
-def _plain_ids(items: Any) -> list[str] | None:
-    """``items`` if it is a list of 1 to MAX_BATCH canonical UUIDs."""
-    if isinstance(items, list) and 1 <= len(items) <= MAX_BATCH:
-        try:
-            joined = ",".join(items)
-        except TypeError:  # an item is not a string
-            return None
-        # As many UUIDs as items, each 36 characters: no item holds a comma of its own.
-        if len(joined) == 37 * len(items) - 1 and _CANONICAL_IDS.fullmatch(joined):
-            return items
-    return None
-
-
-def _plain_options(receive: Any) -> dict[str, int] | None:
-    """ReceiveOptions' validated data if ``receive`` is an object of its fields, each a JSON
-    integer within its bounds."""
-    if not isinstance(receive, dict):
-        return None
-    options = {name: default for name, (_, _, default) in RECEIVE_BOUNDS.items()}
-    for name, value in receive.items():
-        bounds = RECEIVE_BOUNDS.get(name)
-        if bounds is None or type(value) is not int or not bounds[0] <= value <= bounds[1]:
-            return None
-        options[name] = value
-    return options
 
 
 class ResultOutput(serializers.Serializer[Any]):

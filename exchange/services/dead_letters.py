@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from django.db import connection, transaction
 
 from accounts.models import User
-from exchange import queries
+from exchange import queries, queue_queries
 
 
 @transaction.atomic
@@ -19,7 +19,7 @@ def dead_letters_redrive(*, owner: User, message_ids: Sequence[uuid.UUID]) -> li
     """
     recipients = list(owner.adapters.values_list("pk", flat=True))
     with connection.cursor() as cursor:
-        cursor.execute(queries.REDRIVE, {"recipients": recipients, "ids": list(message_ids)})
+        cursor.execute(queue_queries.REDRIVE, {"recipients": recipients, "ids": list(message_ids)})
         revived = cursor.fetchall()
         cursor.execute(queries.NOTIFY, {"recipients": sorted({row[1] for row in revived})})
     return [row[0] for row in revived]

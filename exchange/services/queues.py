@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from accounts.services.audit import Kind, audit
-from exchange import metrics, queries
+from exchange import metrics, queue_queries
 
 DEPTH_SECONDS = 2
 BATCH = 1000
@@ -63,7 +63,7 @@ def queue_admit(counts: Mapping[int, int]) -> dict[int, int]:
     uncounted = [recipient for recipient, total in reserved.items() if total is None]
     if uncounted:
         with connection.cursor() as cursor:
-            cursor.execute(queries.DEPTHS, {"recipients": uncounted, "limit": limit})
+            cursor.execute(queue_queries.DEPTHS, {"recipients": uncounted, "limit": limit})
             depths = dict(cursor.fetchall())
         for recipient in uncounted:
             key, depth, count = _depth_key(recipient), depths[recipient], counts[recipient]
@@ -94,7 +94,7 @@ def queue_purge(*, adapter: User, actor: User) -> int:
     purged = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(queries.PURGE, {"recipient": adapter.pk, "batch": BATCH})
+            cursor.execute(queue_queries.PURGE, {"recipient": adapter.pk, "batch": BATCH})
             count: int = cursor.rowcount
         purged += count
         if count < BATCH:
@@ -126,11 +126,11 @@ def queues_trim() -> Trimmed:
     """Messages past their retention to the dead letters (EXPIRED); old dead letters dropped."""
     now = timezone.now()
     expired = _in_batches(
-        queries.EXPIRE,
+        queue_queries.EXPIRE,
         {"cutoff": now - timedelta(days=settings.EXCHANGE_MESSAGE_RETENTION_DAYS)},
     )
     dropped = _in_batches(
-        queries.DEAD_LETTERS_DROP,
+        queue_queries.DEAD_LETTERS_DROP,
         {"cutoff": now - timedelta(days=settings.EXCHANGE_DEAD_LETTER_DAYS)},
     )
     metrics.expired.inc(expired)

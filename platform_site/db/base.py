@@ -35,6 +35,7 @@ from django_prometheus.db.backends.postgresql import base
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from platform_site.db.availability import availability
+from platform_site.internals import connection_params_without_prometheus, cursor_wrapped
 
 # libpq's shortest: a server that refuses answers at once; a host that drops packets, in this.
 PROBE_CONNECT_TIMEOUT_SECONDS = 2
@@ -85,7 +86,7 @@ def connection_is_quiet(connection: psycopg.Connection[Any]) -> bool:
 class DatabaseWrapper(base.DatabaseWrapper):  # type: ignore[misc]  # django-prometheus is untyped
     def get_connection_params(self) -> dict[str, Any]:
         # Django's parameters (skipping django-prometheus's override), with the counting cursor.
-        params: dict[str, Any] = super(base.DatabaseWrapper, self).get_connection_params()
+        params = connection_params_without_prometheus(self)
         cursor_class = params["cursor_factory"]
         params["cursor_factory"] = counting_cursor(cursor_class, self.alias, self.vendor)
         return params
@@ -136,5 +137,4 @@ class DatabaseWrapper(base.DatabaseWrapper):  # type: ignore[misc]  # django-pro
         self.ensure_connection()
         with self.wrap_database_errors:
             cursor_class = counting_cursor(psycopg.Cursor, self.alias, self.vendor)
-            cursor: CursorWrapper = self._prepare_cursor(cursor_class(self.connection))
-        return cursor
+            return cursor_wrapped(self, cursor_class(self.connection))

@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from accounts.identifiers import email_canonical
 from accounts.models import OutboxMessage, User
-from accounts.services.sign_in import user_for_identifier
+from accounts.selectors import user_for_identifier
 from tests.accounts.api import KELVIN, LONG_S, PASSWORD, by_email, outcome, register, reset
 from tests.conftest import ApiClient, last_code
 from tests.factories import DEFAULT_PASSWORD, UserFactory

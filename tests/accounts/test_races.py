@@ -17,7 +17,7 @@ from django.db import connections, transaction
 from accounts.devices import Device
 from accounts.models import Challenge, OutboxMessage, Session, SignInGate, User
 from accounts.services.challenges import challenge_confirm, challenge_start
-from accounts.services.sign_in import sign_in_two_factor_confirm
+from accounts.services.sign_in_second_factor import sign_in_two_factor_confirm
 from platform_site.errors import ApplicationError
 from tests.accounts.api import by_email, other_code, register
 from tests.conftest import ApiClient, last_code

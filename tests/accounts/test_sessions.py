@@ -14,9 +14,9 @@ import time_machine
 from django.db import connections
 from django.test import RequestFactory
 
-from accounts.devices import client_ip
 from accounts.models import Session
 from accounts.services.sessions import REFRESH_RACE_SECONDS
+from platform_site.clients import client_ip
 from platform_site.database import direct_connect
 from tests.accounts.api import T0, outcome, signed_in, whoami
 from tests.conftest import ApiClient

@@ -10,16 +10,14 @@ import pytest
 from django.http import QueryDict
 from rest_framework.exceptions import ValidationError
 
-from exchange.api.serializers import (
-    AckInput,
-    ReceiveInput,
-    SendInput,
+from exchange.api.inputs import (
     ack_input,
     batch_items,
     batch_items_checked,
     receive_options,
     send_input,
 )
+from exchange.api.serializers import AckInput, ReceiveInput, SendInput
 from exchange.services.sending import Outgoing
 from platform_site.errors import ApplicationError
 

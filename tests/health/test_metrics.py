@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 from django.test import Client
 
-from health import metrics
+from platform_site import metrics
 
 pytestmark = pytest.mark.django_db
 

@@ -182,25 +182,6 @@ def test_a_client_that_goes_away_ends_its_stream_at_once():
     assert ended
 
 
-def test_the_worker_s_serve_is_uvicorn_worker_s_own_but_for_the_server_class():
-    """platform_site.worker.Worker._serve repeats uvicorn_worker's (which has no setting for the
-    server class): this fails when uvicorn_worker's changes, so that the copy is looked at."""
-    import inspect
-
-    from uvicorn_worker import UvicornWorker
-
-    source = inspect.getsource(UvicornWorker._serve)
-    body = [line.strip() for line in source.splitlines()[1:] if line.strip()]
-    assert body == [
-        "self.config.app = self.wsgi",
-        "server = Server(config=self.config)",
-        "self._install_sigquit_handler()",
-        "await server.serve(sockets=self.sockets)",
-        "if not server.started:",
-        "sys.exit(Arbiter.WORKER_BOOT_ERROR)",
-    ]
-
-
 @pytest.mark.django_db(transaction=True)
 def test_make_run_s_server_serves_the_application_and_stops_on_sigterm(tmp_path):
     """platform_site.develop (what `make run` starts): uvicorn's reloader over the platform's

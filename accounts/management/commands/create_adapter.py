@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.selectors import user_for_identifier
 from accounts.services.adapters import adapter_create
-from accounts.services.sign_in import user_for_identifier
 from platform_site.errors import ApplicationError
 
 

@@ -72,7 +72,32 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("whoami", help="print who the credentials sign in as (JSON)")
     commands.add_parser("stats", help="print this adapter's queue figures (JSON)")
-    send = commands.add_parser("send", help='send a message; prints {"messageId", "duplicate"}')
+    _send_options(
+        commands.add_parser("send", help='send a message; prints {"messageId", "duplicate"}')
+    )
+    _consume_options(
+        commands.add_parser(
+            "consume",
+            help="run a command per message: exit 0 acknowledges it, any other status releases it",
+        )
+    )
+    _stream_options(
+        commands.add_parser(
+            "stream",
+            help="print the pushed messages as JSON lines, acknowledging each once printed",
+            description="Print each event of the push stream as one JSON line: "
+            '{"event": "message", "id": MESSAGE_ID, "data": MESSAGE} per message, and '
+            '{"event": "end", "id": null, "data": {"code", "detail"}} when the platform ends the '
+            "stream (it reconnects after TOKEN_EXPIRED, TOKEN_REVOKED and SHUTDOWN; after "
+            "REPLACED, another stream with this device id, it exits 1). Keep-alives are not "
+            "printed. A message is acknowledged once its line is written out (flushed), unless "
+            "--no-ack. Runs until SIGTERM or SIGINT, or --count messages.",
+        )
+    )
+    return parser
+
+
+def _send_options(send: argparse.ArgumentParser) -> None:
     send.add_argument("--to", type=int, required=True, metavar="ADAPTER_ID")
     send.add_argument("--type", required=True)
     send.add_argument("--idempotency-key", metavar="KEY", help="the same key never sends twice")
@@ -80,10 +105,9 @@ def _parser() -> argparse.ArgumentParser:
         "--header", action="append", default=[], metavar="NAME=VALUE", help="repeatable"
     )
     send.add_argument("payload", metavar="PAYLOAD", help="JSON text, or - for standard input")
-    consume = commands.add_parser(
-        "consume",
-        help="run a command per message: exit 0 acknowledges it, any other status releases it",
-    )
+
+
+def _consume_options(consume: argparse.ArgumentParser) -> None:
     consume.add_argument(
         "--exec",
         dest="command_line",
@@ -121,17 +145,9 @@ def _parser() -> argparse.ArgumentParser:
         help="the push stream, or long polling where the platform has none (stream); "
         "or long polling only (poll)",
     )
-    stream = commands.add_parser(
-        "stream",
-        help="print the pushed messages as JSON lines, acknowledging each once printed",
-        description="Print each event of the push stream as one JSON line: "
-        '{"event": "message", "id": MESSAGE_ID, "data": MESSAGE} per message, and '
-        '{"event": "end", "id": null, "data": {"code", "detail"}} when the platform ends the '
-        "stream (it reconnects after TOKEN_EXPIRED, TOKEN_REVOKED and SHUTDOWN; after REPLACED, "
-        "another stream with this device id, it exits 1). Keep-alives are not printed. A "
-        "message is acknowledged once its line is written out (flushed), unless --no-ack. "
-        "Runs until SIGTERM or SIGINT, or --count messages.",
-    )
+
+
+def _stream_options(stream: argparse.ArgumentParser) -> None:
     stream.add_argument(
         "--max-outstanding",
         type=_bounded(1, 1000),
@@ -156,7 +172,6 @@ def _parser() -> argparse.ArgumentParser:
         "to this device id's next stream or receive), and at most --max-outstanding are printed "
         "until then",
     )
-    return parser
 
 
 def _client() -> ExchangeClient:

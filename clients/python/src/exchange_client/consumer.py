@@ -23,7 +23,8 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Literal
@@ -167,9 +168,7 @@ def consume(
         raise ValueError(f"transport must be 'stream' or 'poll', not {transport!r}")
     summary = Summary()
     client.stopping.clear()
-    keeper = LeaseKeeper(client, lease)
-    restore = stop_on_signals(client) if handle_signals else (lambda: None)
-    try:
+    with _running(client, lease, handle_signals) as keeper:
         if transport == "stream" and not until_empty:
             from exchange_client.stream_consumer import consume_stream
 
@@ -196,10 +195,20 @@ def consume(
             until_empty,
             release_delay,
         )
+    return summary
+
+
+@contextmanager
+def _running(client: ExchangeClient, lease: int, handle_signals: bool) -> Iterator[LeaseKeeper]:
+    """What a consume holds while it runs: the thread that extends its leases, and (with
+    ``handle_signals``) SIGTERM and SIGINT; both let go of however it ends."""
+    keeper = LeaseKeeper(client, lease)
+    restore = stop_on_signals(client) if handle_signals else (lambda: None)
+    try:
+        yield keeper
     finally:
         keeper.close()
         restore()
-    return summary
 
 
 def _poll(

@@ -15,7 +15,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from redis.exceptions import RedisError
+
+from platform_site.internals import locmem_cache_entries
 
 # Micrometer emits no *_created series.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -204,8 +206,9 @@ _sampler = ProcessSampler()
 
 def _cache_entries(alias: str) -> int | None:
     cache: Any = caches[alias]
-    if hasattr(cache, "_cache") and isinstance(cache._cache, Mapping):  # LocMemCache
-        return len(cache._cache)
+    entries = locmem_cache_entries(cache)
+    if entries is not None:
+        return entries
     if hasattr(cache, "client"):  # django-redis: the whole Redis database the cache lives in
         try:
             return int(cache.client.get_client(write=False).dbsize())

@@ -3,7 +3,9 @@ them. Every action is a POST through the services the JSON API uses."""
 
 from __future__ import annotations
 
+import functools
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -17,13 +19,17 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.errors import LoginTaken
 from accounts.models import User
-from accounts.selectors import adapters_for_owner
 from accounts.services.accounts import account_sessions_revoke, account_set_active
 from accounts.services.adapters import adapter_create, adapter_for_owner, adapter_password_rotate
 from accounts.web.flows import field_errors
 from accounts.web.forms import AdapterCreateForm
 from accounts.web.sentences import ROUTE_GRANT, ROUTE_WITHDRAW, error_sentence
-from exchange.selectors import dead_letters_recent, messages_recent, queue_stats
+from exchange.selectors import (
+    adapters_for_owner,
+    dead_letters_recent,
+    messages_recent,
+    queue_stats,
+)
 from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
@@ -111,92 +117,102 @@ def _adapter_action(request: HttpRequest, adapter_id: int, act: Any) -> HttpResp
 CONFIRMED_ACTIONS = ("rotate", "disable")
 
 
+def _rotate(request: HttpRequest, owner: User, adapter: User) -> None:
+    password = adapter_password_rotate(adapter=adapter, request=request)
+    request.session[CREDENTIALS_KEY] = {"login": adapter.username, "password": password}
+
+
+def _disable(request: HttpRequest, owner: User, adapter: User) -> None:
+    account_set_active(user=adapter, active=False, actor=owner)
+    messages.success(request, _("%(login)s is disabled.") % {"login": adapter.username})
+
+
+def _enable(request: HttpRequest, owner: User, adapter: User) -> None:
+    account_set_active(user=adapter, active=True, actor=owner)
+    messages.success(request, _("%(login)s is enabled.") % {"login": adapter.username})
+
+
+def _revoke(request: HttpRequest, owner: User, adapter: User) -> None:
+    ended = account_sessions_revoke(user=adapter, actor=owner, reason="owner")
+    messages.success(
+        request,
+        ngettext(
+            "%(count)s session of %(login)s ended.",
+            "%(count)s sessions of %(login)s ended.",
+            ended,
+        )
+        % {"count": ended, "login": adapter.username},
+    )
+
+
+def _test_message(request: HttpRequest, owner: User, adapter: User) -> None:
+    sent = message_send(
+        sender=adapter,
+        to=adapter.pk,
+        type="cabinet.test",
+        payload={"text": "A test message from the cabinet."},
+        headers={},
+        idempotency_key=None,
+    )
+    messages.success(
+        request,
+        _("A test message %(id)s is waiting for %(login)s.")
+        % {"id": sent.message_id, "login": adapter.username},
+    )
+
+
+def _grant(request: HttpRequest, owner: User, adapter: User) -> None:
+    sender_id = _sender(request)
+    if sender_id is None:
+        messages.error(request, _("Enter the number of the adapter that may send."))
+        return
+    try:
+        route_grant(recipient=adapter, sender_id=sender_id, granted_by=owner)
+    except ApplicationError as error:
+        messages.error(request, error_sentence(error, ROUTE_GRANT))
+        return
+    messages.success(
+        request,
+        _("Adapter %(id)s may now send to %(login)s.")
+        % {"id": sender_id, "login": adapter.username},
+    )
+
+
+def _withdraw(request: HttpRequest, owner: User, adapter: User) -> None:
+    sender_id = _sender(request)
+    if sender_id is None:  # a value that is no number names no route either
+        messages.error(request, str(ROUTE_WITHDRAW["NOT_FOUND"]))
+        return
+    try:
+        route_withdraw(recipient=adapter, sender_id=sender_id)
+    except ApplicationError as error:
+        messages.error(request, error_sentence(error, ROUTE_WITHDRAW))
+        return
+    messages.success(request, _("The route is withdrawn."))
+
+
+# What an owner may do to one adapter from /bus, each a POST: (request, owner, adapter).
+ACTIONS: dict[str, Callable[[HttpRequest, User, User], None]] = {
+    "rotate": _rotate,
+    "disable": _disable,
+    "enable": _enable,
+    "revoke": _revoke,
+    "test-message": _test_message,
+    "grant": _grant,
+    "withdraw": _withdraw,
+}
+
+
 @login_required(login_url="/login")
 @require_http_methods(["GET", "POST"])
 def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> HttpResponse:
     if request.method == "GET":
         return _adapter_action_confirm(request, adapter_id, action)
-
-    def rotate(owner: User, adapter: User) -> None:
-        password = adapter_password_rotate(adapter=adapter, request=request)
-        request.session[CREDENTIALS_KEY] = {"login": adapter.username, "password": password}
-
-    def disable(owner: User, adapter: User) -> None:
-        account_set_active(user=adapter, active=False, actor=owner)
-        messages.success(request, _("%(login)s is disabled.") % {"login": adapter.username})
-
-    def enable(owner: User, adapter: User) -> None:
-        account_set_active(user=adapter, active=True, actor=owner)
-        messages.success(request, _("%(login)s is enabled.") % {"login": adapter.username})
-
-    def revoke(owner: User, adapter: User) -> None:
-        ended = account_sessions_revoke(user=adapter, actor=owner, reason="owner")
-        messages.success(
-            request,
-            ngettext(
-                "%(count)s session of %(login)s ended.",
-                "%(count)s sessions of %(login)s ended.",
-                ended,
-            )
-            % {"count": ended, "login": adapter.username},
-        )
-
-    def test_message(owner: User, adapter: User) -> None:
-        sent = message_send(
-            sender=adapter,
-            to=adapter.pk,
-            type="cabinet.test",
-            payload={"text": "A test message from the cabinet."},
-            headers={},
-            idempotency_key=None,
-        )
-        messages.success(
-            request,
-            _("A test message %(id)s is waiting for %(login)s.")
-            % {"id": sent.message_id, "login": adapter.username},
-        )
-
-    def grant(owner: User, adapter: User) -> None:
-        sender_id = _sender(request)
-        if sender_id is None:
-            messages.error(request, _("Enter the number of the adapter that may send."))
-            return
-        try:
-            route_grant(recipient=adapter, sender_id=sender_id, granted_by=owner)
-        except ApplicationError as error:
-            messages.error(request, error_sentence(error, ROUTE_GRANT))
-            return
-        messages.success(
-            request,
-            _("Adapter %(id)s may now send to %(login)s.")
-            % {"id": sender_id, "login": adapter.username},
-        )
-
-    def withdraw(owner: User, adapter: User) -> None:
-        sender_id = _sender(request)
-        if sender_id is None:  # a value that is no number names no route either
-            messages.error(request, str(ROUTE_WITHDRAW["NOT_FOUND"]))
-            return
-        try:
-            route_withdraw(recipient=adapter, sender_id=sender_id)
-        except ApplicationError as error:
-            messages.error(request, error_sentence(error, ROUTE_WITHDRAW))
-            return
-        messages.success(request, _("The route is withdrawn."))
-
-    actions = {
-        "rotate": rotate,
-        "disable": disable,
-        "enable": enable,
-        "revoke": revoke,
-        "test-message": test_message,
-        "grant": grant,
-        "withdraw": withdraw,
-    }
-    if action not in actions:
+    act = ACTIONS.get(action)
+    if act is None:
         messages.error(request, _("Unknown action."))
         return redirect("/bus")
-    return _adapter_action(request, adapter_id, actions[action])
+    return _adapter_action(request, adapter_id, functools.partial(act, request))
 
 
 def _adapter_action_confirm(request: HttpRequest, adapter_id: int, action: str) -> HttpResponse:

@@ -1,3 +1,6 @@
+"""The users' admin (cabinet users and adapters): the forms, the sign-in lock, and the actions,
+each through its service."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,14 +22,13 @@ from django.utils.translation import ngettext, ngettext_lazy
 from django.views.decorators.http import require_POST
 
 from accounts import liveness
-from accounts.models import AuditEvent, Challenge, OutboxMessage, Session, SignInGate, User
+from accounts.models import User
 from accounts.services.accounts import (
     account_credentials_expire,
     account_delete,
     account_edit,
     account_expire,
     account_require_password_change,
-    account_session_revoke,
     account_sessions_revoke,
     account_set_active,
     account_unlock,
@@ -34,7 +36,6 @@ from accounts.services.accounts import (
 from accounts.services.adapters import adapter_password_rotate
 from accounts.services.lockout import gate_of
 from accounts.services.passwords import password_set_by_administrator
-from accounts.services.sessions import session_delete
 from accounts.services.two_factor import two_factor_reset
 
 # What an action did to how many accounts, in the administrator's language.
@@ -182,7 +183,7 @@ class UserAdmin(DjangoUserAdmin[User]):
         user = get_object_or_404(User, pk=user_id)
         if not self.has_change_permission(request, user):
             raise PermissionDenied
-        account_unlock(user=user, actor=_actor(request))
+        account_unlock(user=user, actor=actor_of(request))
         self.message_user(request, _("%(login)s is unlocked.") % {"login": user.username})
         return HttpResponseRedirect(reverse("admin:accounts_user_change", args=[user.pk]))
 
@@ -195,14 +196,14 @@ class UserAdmin(DjangoUserAdmin[User]):
             response = super().user_change_password(request, id, form_url)
             if request.method == "POST" and response.status_code == 302:  # the form saved it
                 user = get_object_or_404(User, pk=id)
-                password_set_by_administrator(user=user, actor=_actor(request))
+                password_set_by_administrator(user=user, actor=actor_of(request))
         return response
 
     @admin.action(description="Require a password change (role USER_PASSWORD_RESET_REQUIRED)")
     def require_password_change(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         users = queryset.filter(kind=User.Kind.USER)
         for user in users:
-            account_require_password_change(user=user, actor=_actor(request))
+            account_require_password_change(user=user, actor=actor_of(request))
         count = users.count()
         self.message_user(
             request,
@@ -216,37 +217,39 @@ class UserAdmin(DjangoUserAdmin[User]):
 
     @admin.action(description="Revoke all sessions (their tokens stop working at once)")
     def revoke_sessions(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        ended = sum(account_sessions_revoke(user=user, actor=_actor(request)) for user in queryset)
+        ended = sum(
+            account_sessions_revoke(user=user, actor=actor_of(request)) for user in queryset
+        )
         self.message_user(request, sessions_revoked(ended))
 
     @admin.action(description="Unlock (clear consecutive wrong passwords)")
     def unlock(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
-            account_unlock(user=user, actor=_actor(request))
+            account_unlock(user=user, actor=actor_of(request))
         self.message_user(request, accounts_done(ACCOUNTS_UNLOCKED, queryset.count()))
 
     @admin.action(description="Disable (and end their sessions)")
     def disable(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
-            account_set_active(user=user, active=False, actor=_actor(request))
+            account_set_active(user=user, active=False, actor=actor_of(request))
         self.message_user(request, accounts_done(ACCOUNTS_DISABLED, queryset.count()))
 
     @admin.action(description="Enable")
     def enable(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
-            account_set_active(user=user, active=True, actor=_actor(request))
+            account_set_active(user=user, active=True, actor=actor_of(request))
         self.message_user(request, accounts_done(ACCOUNTS_ENABLED, queryset.count()))
 
     @admin.action(description="Expire credentials now (next sign-in: ACTION_RESET_PASSWORD)")
     def expire_credentials(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
-            account_credentials_expire(user=user, actor=_actor(request))
+            account_credentials_expire(user=user, actor=actor_of(request))
         self.message_user(request, accounts_done(CREDENTIALS_EXPIRED, queryset.count()))
 
     @admin.action(description="Expire account now (sign-in: 403 ACCOUNT_EXPIRED; sessions end)")
     def expire_account(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
-            account_expire(user=user, actor=_actor(request))
+            account_expire(user=user, actor=actor_of(request))
         self.message_user(request, accounts_done(ACCOUNTS_EXPIRED, queryset.count()))
 
     def save_model(
@@ -256,7 +259,7 @@ class UserAdmin(DjangoUserAdmin[User]):
         if not change:
             super().save_model(request, obj, form, change)
             return
-        account_edit(user=obj, changed=set(form.changed_data), actor=_actor(request))
+        account_edit(user=obj, changed=set(form.changed_data), actor=actor_of(request))
 
     def delete_model(self, request: HttpRequest, obj: User) -> None:
         account_delete(user=obj)
@@ -271,7 +274,7 @@ class UserAdmin(DjangoUserAdmin[User]):
     def reset_two_factor(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         users = queryset.filter(kind=User.Kind.USER)
         for user in users:
-            two_factor_reset(user=user, actor=_actor(request))
+            two_factor_reset(user=user, actor=actor_of(request))
         count = users.count()
         self.message_user(
             request,
@@ -286,7 +289,7 @@ class UserAdmin(DjangoUserAdmin[User]):
     @admin.action(description="Rotate adapter password (shown once, here)")
     def rotate_adapter_password(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for adapter in queryset.filter(kind=User.Kind.ADAPTER):
-            password = adapter_password_rotate(adapter=adapter, actor=_actor(request))
+            password = adapter_password_rotate(adapter=adapter, actor=actor_of(request))
             self.message_user(
                 request,
                 _("New password of %(login)s: %(password)s")
@@ -305,102 +308,5 @@ class UserAdmin(DjangoUserAdmin[User]):
     )
 
 
-def _actor(request: HttpRequest) -> User | None:
+def actor_of(request: HttpRequest) -> User | None:
     return request.user if isinstance(request.user, User) else None
-
-
-@admin.register(Session)
-class SessionAdmin(admin.ModelAdmin[Session]):
-    list_display = (
-        "id",
-        "user",
-        "device_id",
-        "ip",
-        "created_at",
-        "last_used_at",
-        "expires_at",
-        "revoked_at",
-    )
-    list_filter = ("revoked_reason", "user__kind")
-    search_fields = ("user__username", "user__email", "device_id", "ip")
-    list_select_related = ("user",)
-    raw_id_fields = ("user",)
-    readonly_fields = [field.name for field in Session._meta.fields]
-    actions = ["revoke"]
-
-    @admin.action(description="Revoke (their tokens stop working at once)")
-    def revoke(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
-        ended = sum(
-            account_session_revoke(session=session, actor=_actor(request))
-            for session in queryset.select_related("user")
-        )
-        self.message_user(request, sessions_revoked(ended))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def delete_model(self, request: HttpRequest, obj: Session) -> None:
-        session_delete(session=obj)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
-        for session in queryset:
-            session_delete(session=session)
-
-
-@admin.register(SignInGate)
-class SignInGateAdmin(admin.ModelAdmin[SignInGate]):
-    list_display = ("key", "failures", "locked_until", "updated_at")
-    search_fields = ("key",)
-    readonly_fields = ("key", "failures", "locked_until", "updated_at")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-
-class ReadOnlyAdmin(admin.ModelAdmin[Any]):
-    """Records written by the platform itself: administrators read them, never edit them."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-@admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "kind", "user", "actor", "identifier", "ip")
-    list_filter = ("kind", "created_at")
-    search_fields = ("user__username", "user__email", "actor__username", "identifier", "ip")
-    list_select_related = ("user", "actor")
-    date_hierarchy = "created_at"
-    ordering = ("-created_at",)
-
-
-@admin.register(OutboxMessage)
-class OutboxMessageAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "channel", "to", "template", "status", "attempts", "sent_at")
-    list_filter = ("status", "channel", "template")
-    search_fields = ("to", "user__username", "user__email")
-    exclude = ("text", "html")  # codes: readable only in DEBUG, at /dev/outbox
-    ordering = ("-created_at",)
-
-
-@admin.register(Challenge)
-class ChallengeAdmin(ReadOnlyAdmin):
-    list_display = (
-        "created_at",
-        "purpose",
-        "method",
-        "user",
-        "attempts_left",
-        "expires_at",
-        "used_at",
-    )
-    list_filter = ("purpose", "method")
-    search_fields = ("user__username", "user__email", "address")
-    exclude = ("code_hash",)
-    ordering = ("-created_at",)
