@@ -47,7 +47,19 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
     )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--cheap-hashing",
+        action="store_true",
+        help="hash passwords with Argon2id at its lowest cost (make check); the tests marked "
+        "real_hashing are skipped",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("cheap_hashing"):
+        _argon2_at_its_lowest_cost()
+
     # Hypothesis keeps examples and constants under ./.hypothesis: the tests write nothing into
     # the checkout.
     from hypothesis.configuration import set_hypothesis_home_dir
@@ -60,6 +72,29 @@ def pytest_configure(config: pytest.Config) -> None:
     app.conf.task_always_eager = True
     # Outermost, so that it sees each answer as the client gets it (tests/problem_answers.py).
     settings.MIDDLEWARE = ["tests.problem_answers.AnswerRecorder", *settings.MIDDLEWARE]
+
+
+def _argon2_at_its_lowest_cost() -> None:
+    """`make check`'s password hashing: Argon2id with its least time, memory and lanes, for Django's
+    hasher and the tests' recording one (tests/enumeration.py) alike. At the configured cost a
+    password check takes about a sixth of a second here, two thirds of the suite's time; the
+    tests of that cost itself are marked real_hashing."""
+    from django.contrib.auth.hashers import Argon2PasswordHasher
+
+    Argon2PasswordHasher.time_cost = 1
+    Argon2PasswordHasher.memory_cost = 8  # KiB: the least Argon2 allows one lane
+    Argon2PasswordHasher.parallelism = 1
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("cheap_hashing"):
+        return
+    lowered = pytest.mark.skip(
+        reason="checks the configured Argon2id cost, which --cheap-hashing lowers"
+    )
+    for item in items:
+        if item.get_closest_marker("real_hashing") is not None:
+            item.add_marker(lowered)
 
 
 @pytest.fixture(scope="session", autouse=True)

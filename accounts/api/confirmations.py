@@ -46,6 +46,7 @@ from accounts.services.passwords import password_reset_confirm, password_reset_r
 from accounts.services.registration import email_confirm, register
 from accounts.services.sign_in import SignIn
 from accounts.services.sign_in_second_factor import sign_in_two_factor_confirm
+from platform_site.internals import http_request_of
 from platform_site.openapi import answers
 
 # A code confirmed (challenge_confirm) and a code resent (challenge_resend).
@@ -67,8 +68,8 @@ def signed_in_by_code(request: Request, confirm: Callable[..., SignIn]) -> Respo
     result = confirm(
         request_id=data.validated_data["requestId"],
         code=data.validated_data["token"].strip(),
-        device=device_of(request._request),
-        request=request._request,
+        device=device_of(http_request_of(request)),
+        request=http_request_of(request),
     )
     return Response(login_success(result))
 
@@ -91,7 +92,7 @@ class RegisterApi(AuthApi):
         started = register(
             email=data.validated_data["email"],
             password=data.validated_data["password"],
-            request=request._request,
+            request=http_request_of(request),
         )
         return Response(started.as_json())
 
@@ -123,7 +124,7 @@ class ResendApi(AuthApi):
         started = challenge_resend(
             request_id=data.validated_data["requestId"],
             purpose=self.purpose,
-            request=request._request,
+            request=http_request_of(request),
         )
         return Response(resend_json(started))
 
@@ -195,7 +196,7 @@ class ResetPasswordApi(AuthApi):
         data = ResetPasswordInput(data=request.data)
         data.is_valid(raise_exception=True)
         started = password_reset_request(
-            email=data.validated_data["email"], request=request._request
+            email=data.validated_data["email"], request=http_request_of(request)
         )
         return Response(resend_json(started))
 
@@ -230,6 +231,6 @@ class ResetPasswordConfirmApi(AuthApi):
             request_id=data.validated_data["requestId"],
             code=data.validated_data["token"].strip(),
             new_password=data.validated_data["newPassword"],
-            request=request._request,
+            request=http_request_of(request),
         )
         return Response({"confirmed": True})

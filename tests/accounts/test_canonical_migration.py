@@ -24,6 +24,9 @@ from tests.conftest import ROOT
 
 BEFORE = "0004_user_manager"
 
+# Slow: each test migrates a database of its own, in a new process.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def database(db: Any) -> Iterator[str]:

@@ -94,6 +94,7 @@ known_and_unknown = pytest.mark.parametrize(
 )
 
 
+@pytest.mark.real_hashing
 @known_and_unknown
 def test_an_unknown_account_costs_the_same_password_hashing_as_a_wrong_password(
     adapter, work_of, request_, known, unknown
@@ -204,6 +205,7 @@ def test_with_enumeration_prevention_registrations_of_a_taken_email_mail_its_own
     assert statuses == {("SENT",): 2, ("SKIPPED",): 50}
 
 
+@pytest.mark.real_hashing
 def test_with_enumeration_prevention_a_throttled_owners_email_changes_neither_answer_nor_work(
     owner, settings, work_of
 ):

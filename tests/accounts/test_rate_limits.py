@@ -31,6 +31,7 @@ def django_ratelimit_window_end(limit: Limit, now: int) -> int:
     return now + int(usage["time_left"])
 
 
+@pytest.mark.slow  # every second of two windows, for each rate and key: 30,000 counts
 @pytest.mark.parametrize("rate", RATES)
 def test_both_paths_end_their_windows_in_the_same_second(rate: str) -> None:
     period = counter_key(Limit("g", "k", rate), 0)[1] - 1

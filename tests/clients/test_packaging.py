@@ -16,6 +16,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests.stack.conftest import ROOT
 
 CLIENT = ROOT / "clients" / "python"
@@ -63,6 +65,7 @@ def run(*command: str | Path, cwd: Path | None = None) -> str:
     return done.stdout
 
 
+@pytest.mark.slow  # builds the wheel, makes a virtualenv and installs into it
 def test_the_built_wheel_installs_into_a_clean_python_3_10_virtualenv_and_its_command_runs(
     tmp_path: Path,
 ) -> None:

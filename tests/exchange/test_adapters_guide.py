@@ -36,7 +36,8 @@ RUNNABLE = re.compile(
 )
 
 # The live server's long polls run in this process: tests see them wait (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("long_polls")
+# Slow: the guide's clients and command lines run whole against the live server.
+pytestmark = [pytest.mark.usefixtures("long_polls"), pytest.mark.slow]
 
 
 def runnable(name: str, language: str) -> str:

@@ -25,7 +25,8 @@ from tests.events import EventReader
 from tests.factories import AdapterFactory, UserFactory
 from tests.live import LiveClient, LiveServer
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+# Slow: each test holds streams open on the live server and waits for what they send.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 STREAM = "/api/exchange/messages/stream"
 

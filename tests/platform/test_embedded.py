@@ -15,6 +15,9 @@ from platform_site import embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# Slow: the tests start and stop PostgreSQL servers of their own, from new processes.
+pytestmark = pytest.mark.slow
+
 
 def postmaster_pid(pgdata: Path) -> int:
     return int((pgdata / "postmaster.pid").read_text().split()[0])

@@ -226,6 +226,10 @@ def test_bad_email_urls_fail_loudly(url):
         email_config("EMAIL_URL", url)
 
 
+# Slow: Django started in a new interpreter, about a second each.
+in_a_new_process = pytest.mark.slow
+
+
 def run_settings(code: str, **variables: str) -> subprocess.CompletedProcess[str]:
     """Import the real settings in a fresh interpreter with exactly these service variables."""
     env = {key: value for key, value in os.environ.items() if key not in SERVICE_VARIABLES}
@@ -241,6 +245,7 @@ def run_settings(code: str, **variables: str) -> subprocess.CompletedProcess[str
     )
 
 
+@in_a_new_process
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [
@@ -276,6 +281,7 @@ def test_start_up_stops_on_a_bad_variable(variable, value, message):
     assert message in result.stderr
 
 
+@in_a_new_process
 def test_defaults_give_the_embedded_mode_without_starting_anything(tmp_path):
     code = """
 from platform_site import embedded
@@ -302,6 +308,7 @@ print(json.dumps({
     }
 
 
+@in_a_new_process
 def test_service_variables_switch_on_the_real_services():
     code = """
 print(json.dumps({
@@ -330,6 +337,7 @@ print(json.dumps({
     }
 
 
+@in_a_new_process
 def test_without_a_broker_tasks_run_in_process_with_no_hostless_broker_for_kombu_to_warn_of():
     # What queueing a task does in the embedded mode (`make run`): eager tasks still take a
     # producer, whose connection kombu describes; an empty broker URL made it warn "No hostname
@@ -350,6 +358,7 @@ with app.producer_or_acquire() as producer:
     assert "hostname" not in result.stdout + result.stderr
 
 
+@in_a_new_process
 def test_log_level_sets_the_root_logger():
     result = run_settings("import logging; print(logging.getLogger().level)", LOG_LEVEL="WARNING")
 
@@ -392,6 +401,7 @@ def check_deploy(**variables: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@in_a_new_process
 def test_deploy_check_is_clean_with_production_variables():
     result = check_deploy(**PRODUCTION)
 
@@ -399,6 +409,7 @@ def test_deploy_check_is_clean_with_production_variables():
     assert "System check identified no issues" in result.stdout
 
 
+@in_a_new_process
 def test_deploy_check_refuses_the_development_defaults():
     variables = {
         key: value
@@ -413,6 +424,7 @@ def test_deploy_check_refuses_the_development_defaults():
         assert check in result.stderr
 
 
+@in_a_new_process
 def test_the_deploy_check_warns_when_the_second_factors_key_is_derived_from_secret_key():
     without = {key: value for key, value in PRODUCTION.items() if key != "TOTP_ENCRYPTION_KEY"}
 
@@ -422,6 +434,7 @@ def test_the_deploy_check_warns_when_the_second_factors_key_is_derived_from_secr
     assert "platform.W006" in result.stderr
 
 
+@in_a_new_process
 def test_start_up_stops_when_the_current_signing_key_is_also_listed_as_previous():
     key = PRODUCTION["JWT_SIGNING_KEY"]
 
@@ -432,12 +445,14 @@ def test_start_up_stops_when_the_current_signing_key_is_also_listed_as_previous(
     assert key not in result.stderr
 
 
+@in_a_new_process
 def test_the_deploy_check_is_clean_in_the_middle_of_a_rotation():
     result = check_deploy(**PRODUCTION, JWT_PREVIOUS_SIGNING_KEYS=f"{OLD_KEY},{OLDER_KEY}")
 
     assert result.returncode == 0, result.stderr
 
 
+@in_a_new_process
 def test_the_deploy_check_refuses_the_development_key_as_a_previous_key():
     development_key = "development-only-jwt-signing-key-do-not-use-in-production-0123"
 
@@ -447,6 +462,7 @@ def test_the_deploy_check_refuses_the_development_key_as_a_previous_key():
     assert "platform.E005" in result.stderr
 
 
+@in_a_new_process
 def test_the_deploy_check_warns_about_a_signing_key_that_could_not_be_listed_as_previous():
     result = check_deploy(**{**PRODUCTION, "JWT_SIGNING_KEY": f"{CURRENT_KEY},with-a-comma"})
 
@@ -454,6 +470,7 @@ def test_the_deploy_check_warns_about_a_signing_key_that_could_not_be_listed_as_
     assert "platform.W005" in result.stderr
 
 
+@in_a_new_process
 def test_an_sms_gateway_without_an_http_url_fails_every_startup_check():
     result = check_deploy(**{**PRODUCTION, "SMS_HTTP_URL": "file:///etc/passwd"})
 
@@ -461,6 +478,7 @@ def test_an_sms_gateway_without_an_http_url_fails_every_startup_check():
     assert "platform.E004" in result.stderr
 
 
+@in_a_new_process
 def test_the_deploy_check_warns_when_sms_codes_would_not_be_sent():
     result = check_deploy(**{**PRODUCTION, "SMS_BACKEND": "console"})
 
