@@ -13,10 +13,8 @@ key). tests/accounts/test_rate_limits.py holds the two paths to the same counts 
 from __future__ import annotations
 
 import time
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from django.http import HttpRequest
@@ -28,6 +26,7 @@ from rest_framework.response import Response
 
 from platform_site.deferral import kept
 from platform_site.errors import RateLimited
+from platform_site.internals import http_request_of, ratelimit_rate, ratelimit_window_end
 
 
 @dataclass(frozen=True)
@@ -51,32 +50,19 @@ class Usage:
         }
 
 
-_PERIOD_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-@cache
-def _split_rate(rate: str) -> tuple[int, int]:
-    """``"60/m"`` -> (60, 60), ``"10/5m"`` -> (10, 300): the rates of settings, as
-    platform_site.env.env_rate checks them."""
-    count, period = rate.split("/")
-    return int(count), int(period[:-1] or 1) * _PERIOD_SECONDS[period[-1]]
-
-
 def counter_key(limit: Limit, now: int) -> tuple[str, int, int]:
     """For counting ``limit`` without django-ratelimit (accounts.liveness counts in the same
     Redis round trip as it reads the session's revision): the counter's key, its lifetime in
     seconds and the end of its window. Fixed windows, like django-ratelimit's, and like its
     windows they end at an offset of each key's own, so that not every counter starts over in the
     same second."""
-    count, period = _split_rate(limit.rate)
-    window_end = now - now % period + zlib.crc32(limit.key.encode()) % period
-    if window_end < now:  # a window ends within the second it names, as django-ratelimit's do
-        window_end += period
+    count, period = ratelimit_rate(limit.rate)
+    window_end = ratelimit_window_end(limit.key, period, now)
     return f"rl:{limit.group}:{count}/{period}s:{limit.key}:{window_end}", period + 1, window_end
 
 
 def usage_counted(limit: Limit, *, count: int, window_end: int, now: int) -> Usage:
-    allowed, _ = _split_rate(limit.rate)
+    allowed, _ = ratelimit_rate(limit.rate)
     return Usage(
         limit=allowed,
         remaining=max(0, allowed - count),
@@ -181,7 +167,7 @@ def _count_in_redis(limits: Sequence[Limit], amount: int) -> tuple[Usage | None,
     usages, fitting = [], amount
     for limit, count, (_, _, window_end) in zip(limits, replies[::2], counters, strict=True):
         usages.append(usage_counted(limit, count=count, window_end=window_end, now=now))
-        allowed, _ = _split_rate(limit.rate)
+        allowed, _ = ratelimit_rate(limit.rate)
         fitting = min(fitting, max(0, amount - max(0, count - allowed)))
     return _tightest(usages), fitting
 
@@ -194,7 +180,7 @@ def _count_with_django_ratelimit(
     usages: list[Usage] = []
     fitting = 0
     for _ in range(amount):
-        usages = rate_limit_count(request._request, limits)
+        usages = rate_limit_count(http_request_of(request), limits)
         if not usages:
             return None
         if not any(usage.exceeded for usage in usages):
@@ -223,7 +209,7 @@ class RateLimitedApiMixin:
         # Authentication may have counted already, in the Redis round trip of its session check.
         usages = getattr(request.auth, "counted", None)
         if usages is None:
-            usages = rate_limit_count(request._request, self.rate_limits(request))
+            usages = rate_limit_count(http_request_of(request), self.rate_limits(request))
         usage = rate_limit_enforce(usages)
         request.rate_limit_usage = usage  # type: ignore[attr-defined]
         if passes is not None:

@@ -43,6 +43,7 @@ from accounts.services.sessions import session_logout, session_refresh
 from accounts.services.sign_in import IdentifierKind, sign_in
 from accounts.services.tokens import UNREADABLE_REFRESH
 from platform_site.errors import RateLimited, TokenMalformed
+from platform_site.internals import http_request_of
 from platform_site.openapi import answers
 from platform_site.ratelimits import Limit, RateLimitedApiMixin, rate_limit_usage_of
 
@@ -60,7 +61,7 @@ class AuthApi(APIView):
         # A request refused before its flow counted it (a body that cannot be read, or fails
         # validation) still counts against the client's IP; past the limit, 429 is the answer.
         try:
-            auth_limits_consume_refused(self.request._request)
+            auth_limits_consume_refused(http_request_of(self.request))
         except RateLimited as limited:
             exc = limited
         return super().handle_exception(exc)
@@ -69,7 +70,7 @@ class AuthApi(APIView):
         self, request: Request, response: Response, *args: Any, **kwargs: Any
     ) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
-        usage = rate_limit_usage_of(request._request)
+        usage = rate_limit_usage_of(http_request_of(request))
         if usage is not None:
             for name, value in usage.headers().items():
                 response.setdefault(name, value)  # a 429's own headers name its exceeded limit
@@ -96,8 +97,8 @@ class LoginApi(AuthApi):
             kind=self.kind,
             identifier=identifier,
             password=password,
-            device=device_of(request._request),
-            request=request._request,
+            device=device_of(http_request_of(request)),
+            request=http_request_of(request),
         )
         return Response(login_success(result))
 
@@ -159,11 +160,12 @@ class RefreshApi(AuthApi):
     )
     def post(self, request: Request) -> Response:
         # The API's alone: no flow of the cabinet's to count it in.
-        auth_limits_consume(request._request, kind=None, identifier=None)
+        auth_limits_consume(http_request_of(request), kind=None, identifier=None)
         data = RefreshTokenInput(data=request.data)
         data.is_valid(raise_exception=True)
         pair = session_refresh(
-            refresh_token=data.validated_data["refreshToken"], device=device_of(request._request)
+            refresh_token=data.validated_data["refreshToken"],
+            device=device_of(http_request_of(request)),
         )
         return Response(pair.as_json())
 
@@ -183,10 +185,10 @@ class LogoutApi(AuthApi):
     )
     def post(self, request: Request) -> Response:
         # The API's alone: no flow of the cabinet's to count it in.
-        auth_limits_consume(request._request, kind=None, identifier=None)
+        auth_limits_consume(http_request_of(request), kind=None, identifier=None)
         data = RefreshTokenInput(data=request.data)
         data.is_valid(raise_exception=True)
-        device_of(request._request)  # a malformed X-Device-ID is 400 VALIDATION_FAILED
+        device_of(http_request_of(request))  # a malformed X-Device-ID is 400 VALIDATION_FAILED
         session_logout(refresh_token=data.validated_data["refreshToken"])
         return Response({})
 

@@ -26,6 +26,7 @@ from exchange.selectors import AdapterSummary, adapters_for_owner
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
 from platform_site.errors import NotFound
+from platform_site.internals import http_request_of
 from platform_site.openapi import answers
 from platform_site.serializers import Input
 from platform_site.timestamps import rfc3339
@@ -176,7 +177,7 @@ class AdapterPasswordApi(CabinetApi):
     def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
         adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
         return Response(
-            {"password": adapter_password_rotate(adapter=adapter, request=request._request)}
+            {"password": adapter_password_rotate(adapter=adapter, request=http_request_of(request))}
         )
 
 
