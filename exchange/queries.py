@@ -30,36 +30,50 @@ nack, lease), tests/exchange/test_long_poll.py with parallel consumers.
 # of that shape: the claim renders it below, exchange.api.serializers.DeliveryOutput (the schema)
 # is built from these names, and the stream's events carry the same JSON.
 DELIVERY_MEMBERS = (
-    ("messageId", """'"' || m.message_id || '"'"""),
+    # (name, the SQL of its value, whether the value is a JSON string the SQL writes unquoted)
+    ("messageId", "m.message_id", True),
     # base64url(message_id || lease_token), unpadded: services.leases.receipt_parse reads it.
     (
         "receiptHandle",
-        """'"' || translate(
+        """translate(
             rtrim(encode(uuid_send(m.message_id) || uuid_send(m.lease_token), 'base64'), '='),
             '+/', '-_'
-        ) || '"'""",
+        )""",
+        True,
     ),
-    ("deliveryCount", "m.receive_count"),
-    ("redelivered", "CASE WHEN m.receive_count > 1 THEN 'true' ELSE 'false' END"),
+    ("deliveryCount", "m.receive_count", False),
+    ("redelivered", "CASE WHEN m.receive_count > 1 THEN 'true' ELSE 'false' END", False),
     (
         "enqueuedAt",
-        """'"' || to_char(m.enqueued_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-        || '"'""",
+        """to_char(m.enqueued_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')""",
+        True,
     ),
     (
         "leaseExpiresAt",
-        """'"' || to_char(m.visible_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '"'""",
+        """to_char(m.visible_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')""",
+        True,
     ),
-    ("sender", "coalesce(m.sender_id::text, 'null')"),
-    ("type", "to_json(m.type)"),
-    ("headers", "m.headers"),
-    ("payload", "m.payload"),
+    ("sender", "coalesce(m.sender_id::text, 'null')", False),
+    ("type", "to_json(m.type)", False),
+    ("headers", "m.headers", False),
+    ("payload", "m.payload", False),
 )
-_DELIVERY_JSON = (
-    "concat('{', "
-    + ", ',', ".join(f"""'"{name}":', {sql}""" for name, sql in DELIVERY_MEMBERS)
-    + ", '}')"
-)
+
+
+def _delivery_json() -> str:
+    """One concat() whose literal pieces carry the names, commas and a string's quotes, and whose
+    other arguments are the values: no text is joined twice per row."""
+    parts: list[str] = []
+    literal = "{"
+    for name, sql, quoted in DELIVERY_MEMBERS:
+        literal += ("," if literal != "{" else "") + f'"{name}":' + ('"' if quoted else "")
+        parts += [f"'{literal}'", sql]
+        literal = '"' if quoted else ""
+    parts.append(f"'{literal}}}'")
+    return "concat(" + ", ".join(parts) + ")"
+
+
+_DELIVERY_JSON = _delivery_json()
 
 # The claim shared by RECEIVE and STREAM_RECEIVE, after their own ``picked`` (the messages to
 # deliver, locked). The picked ids are taken as an array, looked up by the primary key: joined to

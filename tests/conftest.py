@@ -89,12 +89,12 @@ def _argon2_at_its_lowest_cost() -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.getoption("cheap_hashing"):
         return
-    lowered = pytest.mark.skip(
-        reason="checks the configured Argon2id cost, which --cheap-hashing lowers"
-    )
-    for item in items:
-        if item.get_closest_marker("real_hashing") is not None:
-            item.add_marker(lowered)
+    # Left out, not skipped: they check the configured Argon2id cost, which --cheap-hashing
+    # lowers (make test, which CI runs, never passes it).
+    lowered = [item for item in items if item.get_closest_marker("real_hashing") is not None]
+    if lowered:
+        config.hook.pytest_deselected(items=lowered)
+        items[:] = [item for item in items if item.get_closest_marker("real_hashing") is None]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -222,7 +222,7 @@ _DELIVERY_FIELDS: dict[str, Callable[[], serializers.Field[Any, Any, Any, Any]]]
 DeliveryOutput: type[serializers.Serializer[Any]] = type(
     "DeliveryOutput",
     (serializers.Serializer,),
-    {name: _DELIVERY_FIELDS[name]() for name, _ in queries.DELIVERY_MEMBERS},
+    {name: _DELIVERY_FIELDS[name]() for name, _, _ in queries.DELIVERY_MEMBERS},
 )
 
 

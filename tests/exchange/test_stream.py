@@ -7,7 +7,6 @@ counts the stream's looks (looked_again)."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlencode
@@ -24,6 +23,7 @@ from exchange.services.sending import message_send
 from tests.events import EventReader
 from tests.factories import AdapterFactory, UserFactory
 from tests.live import LiveClient, LiveServer
+from tests.stack.conftest import wait_until
 
 # Slow: each test holds streams open on the live server and waits for what they send.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -59,7 +59,7 @@ def readers() -> Iterator[list[EventReader]]:
     for reader in opened:
         reader.close()
     # Every stream the test opened gave its place and its row back once its client went away.
-    wait_until(lambda: streams.places.count == 0 and not Stream.objects.exists())
+    settled(lambda: streams.places.count == 0 and not Stream.objects.exists())
 
 
 @pytest.fixture
@@ -89,14 +89,15 @@ def send(sender: User, recipient: User, n: int) -> str:
     )  # fmt: skip
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 20) -> None:
-    """Wait for ``condition`` (a state the server reaches by itself), failing after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition was not reached")
-        time.sleep(0.02)
+def settled(condition: Callable[[], bool]) -> None:
+    """Wait for a state the server reaches by itself (tests/stack/conftest.py's wait_until),
+    reading PostgreSQL afresh each time."""
+
+    def fresh() -> bool:
         connections.close_all()
+        return condition()
+
+    wait_until(fresh, timeout=20, what="the server's state")
 
 
 def looked_again(adapter: User, provoke: Callable[[], object]) -> None:
@@ -105,7 +106,7 @@ def looked_again(adapter: User, provoke: Callable[[], object]) -> None:
     [stream] = [stream for stream in streams.registry.streams if stream.adapter_id == adapter.pk]
     before = stream.rounds
     provoke()
-    wait_until(lambda: stream.rounds > before)
+    settled(lambda: stream.rounds > before)
 
 
 def beats(reader: EventReader, count: int = 2) -> None:
@@ -276,7 +277,7 @@ def test_a_client_that_goes_away_frees_its_place_and_its_device(
 
     reader.close()
 
-    wait_until(lambda: streams.places.count == 0 and not Stream.objects.exists())
+    settled(lambda: streams.places.count == 0 and not Stream.objects.exists())
     # The message it held comes back to the same device at once, as after any receive.
     response = consumer.call("get", "/api/exchange/messages")
     assert response.status_code == 200

@@ -190,9 +190,9 @@ def test_make_run_s_server_serves_the_application_and_stops_on_sigterm(tmp_path)
     import signal
     import subprocess
     import sys
-    import time
 
     from platform_site.embedded import free_port
+    from tests.stack.conftest import wait_until
 
     database = settings.DATABASES["default"]
     port = free_port()
@@ -208,17 +208,17 @@ def test_make_run_s_server_serves_the_application_and_stops_on_sigterm(tmp_path)
         stderr=(tmp_path / "log").open("w"),
         start_new_session=True,
     )
+    liveness = f"http://127.0.0.1:{port}/api/actuator/health/liveness"
+
+    def answering() -> bool:
+        assert process.poll() is None, (tmp_path / "log").read_text()
+        try:
+            return httpx.get(liveness).status_code == 200
+        except httpx.TransportError:
+            return False
+
     try:
-        deadline = time.monotonic() + 60
-        answer = None
-        while answer is None:
-            assert process.poll() is None, (tmp_path / "log").read_text()
-            assert time.monotonic() < deadline, (tmp_path / "log").read_text()
-            try:
-                answer = httpx.get(f"http://127.0.0.1:{port}/api/actuator/health/liveness")
-            except httpx.TransportError:
-                time.sleep(0.1)
-        assert answer.status_code == 200
+        wait_until(answering, timeout=60, what="make run's server to answer")
         stream = httpx.get(
             f"http://127.0.0.1:{port}/api/exchange/messages/stream",
             headers={"Accept": "text/event-stream"},
