@@ -52,7 +52,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cheap-hashing",
         action="store_true",
         help="hash passwords with Argon2id at its lowest cost (make check); the tests marked "
-        "real_hashing are skipped",
+        "real_hashing are left out",
     )
 
 
