@@ -18,6 +18,8 @@ from platform_site.serializers import Input
 
 MAX_BATCH = 100
 MAX_LEASE_SECONDS = 43200
+# The longest long poll: nginx's and the deployments' timeouts are set above it (deploy/).
+MAX_WAIT_SECONDS = 20
 MAX_HEADERS = 32
 MAX_OUTSTANDING = 1000
 
@@ -30,7 +32,7 @@ class ReceiveOptions(Input):
     """How to receive: the receive's query string, or an ACK's ``receive`` member (JSON)."""
 
     max = serializers.IntegerField(min_value=1, max_value=MAX_BATCH, default=1)
-    waitSeconds = serializers.IntegerField(min_value=0, max_value=20, default=0)
+    waitSeconds = serializers.IntegerField(min_value=0, max_value=MAX_WAIT_SECONDS, default=0)
     leaseSeconds = _lease_seconds()
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from exchange.api.serializers import MAX_WAIT_SECONDS
 from platform_site.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +35,7 @@ TEMPLATE_VARIABLES = (
     "ACCESS_LOG",
     "CLIENT_MAX_BODY_SIZE",
     "CLIENT_MAX_BATCH_BODY_SIZE",
+    "FORWARDED_PROTO",
 )
 SEED_LOG_FIELDS = {
     "time",
@@ -87,7 +89,10 @@ class Prefix:
 
 @contextmanager
 def make_prefix(
-    backend: str, body_size: str = "1m", batch_body_size: str = "4m"
+    backend: str,
+    body_size: str = "1m",
+    batch_body_size: str = "4m",
+    forwarded_proto: str = "$scheme",
 ) -> Iterator[Prefix]:
     # World-readable: nginx's workers (nobody, when started as root) read the static files.
     path = Path(tempfile.mkdtemp(prefix="platform-nginx-"))
@@ -108,6 +113,7 @@ def make_prefix(
             "ACCESS_LOG": str(access_log),
             "CLIENT_MAX_BODY_SIZE": body_size,
             "CLIENT_MAX_BATCH_BODY_SIZE": batch_body_size,
+            "FORWARDED_PROTO": forwarded_proto,
         }
         for template in (NGINX_DIR / "templates").glob("*.template"):
             target = path / "conf.d" / template.name.removesuffix(".template")
@@ -137,7 +143,7 @@ def test_nginx_accepts_the_configuration() -> None:
 def test_long_polls_and_streams_fit_in_the_proxy_timeouts() -> None:
     text = (NGINX_DIR / "templates" / "platform.conf.template").read_text()
     (read_timeout,) = re.findall(r"proxy_read_timeout\s+(\d+)s;", text)
-    assert int(read_timeout) > 20  # the exchange API's longest long poll
+    assert int(read_timeout) > MAX_WAIT_SECONDS  # the exchange API's longest long poll
     # A stream's heartbeat, at most 60 s (tests/platform/test_settings.py refuses 61).
     assert int(read_timeout) > 60
 
@@ -202,8 +208,14 @@ def backend() -> Iterator[StubBackend]:
 
 @pytest.fixture
 def proxy(backend: StubBackend) -> Iterator[Prefix]:
+    with running_proxy(backend) as prefix:
+        yield prefix
+
+
+@contextmanager
+def running_proxy(backend: StubBackend, forwarded_proto: str = "$scheme") -> Iterator[Prefix]:
     nginx = nginx_binary()
-    with make_prefix(backend=backend.address) as prefix:
+    with make_prefix(backend=backend.address, forwarded_proto=forwarded_proto) as prefix:
         process = subprocess.Popen(
             [nginx, *prefix.args[:-1], f"pid {prefix.path}/nginx.pid; daemon off;"],
             stdout=subprocess.PIPE,
@@ -309,6 +321,20 @@ def test_api_is_proxied_with_forwarding_headers(proxy: Prefix, backend: StubBack
     assert second.path == "/api/actuator/health/readiness"
     assert re.fullmatch(r"[0-9a-f]{32}", second.headers["X-Request-ID"])
     assert second.headers["X-Forwarded-For"] == "127.0.0.1"
+
+
+def test_forwarded_proto_is_nginx_own_unless_a_tls_terminator_sets_it(
+    proxy: Prefix, backend: StubBackend
+) -> None:
+    """Where nginx is the edge (compose: FORWARDED_PROTO=$scheme) a client cannot claim https;
+    behind an ingress controller that ends TLS (deploy/k8s: $http_x_forwarded_proto) its header
+    is passed on, so Django sees the request as secure and does not redirect it forever."""
+    request(proxy, "GET", "/api/x", headers={"X-Forwarded-Proto": "https"})
+    with running_proxy(backend, forwarded_proto="$http_x_forwarded_proto") as behind_ingress:
+        request(behind_ingress, "GET", "/api/x", headers={"X-Forwarded-Proto": "https"})
+    at_the_edge, behind_a_terminator = backend.requests
+    assert at_the_edge.headers["X-Forwarded-Proto"] == "http"
+    assert behind_a_terminator.headers["X-Forwarded-Proto"] == "https"
 
 
 def test_oversized_body_is_refused_with_413(proxy: Prefix, backend: StubBackend) -> None:

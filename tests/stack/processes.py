@@ -211,6 +211,7 @@ NGINX_TEMPLATE_VARIABLES = (
     "ACCESS_LOG",
     "CLIENT_MAX_BODY_SIZE",
     "CLIENT_MAX_BATCH_BODY_SIZE",
+    "FORWARDED_PROTO",
 )
 
 
@@ -264,6 +265,7 @@ def running_nginx(
             "ACCESS_LOG": str(server.access_log),
             "CLIENT_MAX_BODY_SIZE": client_max_body_size,
             "CLIENT_MAX_BATCH_BODY_SIZE": "4m",
+            "FORWARDED_PROTO": "$scheme",
         },
     )
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
