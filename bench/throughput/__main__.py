@@ -63,6 +63,12 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         help=f"the database to create, use and drop ($EXCHANGE_BENCH_DATABASE or "
         f"{BENCH_DATABASE}): another name lets two runs share a PostgreSQL server",
     )
+    parser.add_argument(
+        "--large-queue",
+        type=int,
+        help="messages waiting in (f)'s large queue (1,000,000; docs/performance.md measures "
+        "10,000,000 too)",
+    )
     parser.add_argument("--keep-db", action="store_true", help="keep the database after")
     parser.add_argument(
         "--quiet-wait",

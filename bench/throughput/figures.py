@@ -275,6 +275,14 @@ def whoami_overhead(bench: Bench) -> None:
     )
 
 
+def count_short(count: int) -> str:
+    """1k, 1M, 10M: a queue's depth in a row's name."""
+    for size, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if count >= size and count % size == 0:
+            return f"{count // size}{suffix}"
+    return f"{count:,}"
+
+
 def queue_depth(bench: Bench) -> None:
     """(f): two consumers' queues in the one table, filled to both depths, measured in turns."""
     plan = bench.plan
@@ -306,7 +314,7 @@ def queue_depth(bench: Bench) -> None:
     )
     bench.rows.append(
         Row(
-            "(f)1M",
+            f"(f){count_short(large.depth)}",
             f"receive latency, {large.depth:,} waiting (queues in turns): median "
             f"(p99 {large.p99_ms:.2f} ms)",
             fmt(large.median_ms, 2),

@@ -92,6 +92,8 @@ def plan_of(args: argparse.Namespace) -> Plan:
         )
     if args.duration is not None:
         plan = Plan(**{**plan.__dict__, "duration": args.duration})
+    if args.large_queue is not None:
+        plan = Plan(**{**plan.__dict__, "large_queue": args.large_queue})
     return plan
 
 

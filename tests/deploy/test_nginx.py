@@ -37,7 +37,7 @@ TEMPLATE_VARIABLES = (
     "CLIENT_MAX_BATCH_BODY_SIZE",
     "FORWARDED_PROTO",
 )
-SEED_LOG_FIELDS = {
+ACCESS_LOG_FIELDS = {
     "time",
     "status",
     "request",
@@ -383,7 +383,7 @@ def test_static_files_are_served_compressed(proxy: Prefix, backend: StubBackend)
     assert backend.requests == []
 
 
-def test_access_log_line_is_the_seeds_json(proxy: Prefix, backend: StubBackend) -> None:
+def test_access_log_line_is_one_json_object_of_the_constant_fields(proxy: Prefix, backend: StubBackend) -> None:
     request(
         proxy,
         "GET",
@@ -400,7 +400,7 @@ def test_access_log_line_is_the_seeds_json(proxy: Prefix, backend: StubBackend) 
         time.sleep(0.05)
     proxied, probe = (json.loads(line) for line in proxy.access_log.read_text().splitlines())
     for line in (proxied, probe):
-        assert set(line) == SEED_LOG_FIELDS
+        assert set(line) == ACCESS_LOG_FIELDS
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", line["time"])
         assert isinstance(line["status"], int)
         assert isinstance(line["body_bytes_sent"], int)

@@ -653,7 +653,7 @@ def test_the_session_claim_and_ack_statements_are_prepared_once_per_connection(
     assert any("INSERT INTO exchange_delivery_log" in statement for statement in prepared)  # ACK
 
 
-def test_the_seeds_401_on_ack_story(consumer, sender, adapter, settings):
+def test_an_ack_refused_for_an_expired_token_loses_nothing(consumer, sender, adapter, settings):
     """Receive; the ACK fails because the token expired; refresh; the same message comes back
     redelivered on the next receive; the ACK succeeds; nothing is left."""
     message_id = send(sender, adapter).json()["messageId"]

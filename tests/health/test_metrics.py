@@ -160,7 +160,7 @@ def scrape(client: Client) -> str:
 
 
 @pytest.mark.usefixtures("exposed")
-def test_prometheus_exposition_has_the_seeds_series(client):
+def test_prometheus_exposition_has_the_spring_and_platform_series(client):
     client.get("/api/actuator/health")
 
     text = scrape(client)

@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,14 +98,21 @@ def answers_200(url: str) -> bool:
 
 @contextmanager
 def running_gunicorn(
-    database: StackDatabase, workdir: Path, env: Mapping[str, str], *, workers: int = 2
+    database: StackDatabase,
+    workdir: Path,
+    env: Mapping[str, str],
+    *,
+    workers: int = 2,
+    host: str = "127.0.0.1",
+    launcher: Sequence[str] = (),
 ) -> Iterator[Gunicorn]:
     """The platform's server (deploy/serve: gunicorn's processes, each an event loop in front of
-    Django) over ``database`` with ``env`` on top of the stack's defaults, ready to serve."""
+    Django) over ``database`` with ``env`` on top of the stack's defaults, ready to serve; on
+    ``host``, started through ``launcher`` (another host's: tests/stack/hosts.py)."""
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     server = Gunicorn(
-        base_url=f"http://127.0.0.1:{port}",
+        base_url=f"http://{host}:{port}",
         log=workdir / "gunicorn.log",
         metrics_dir=workdir / "prometheus",
     )
@@ -113,13 +120,13 @@ def running_gunicorn(
         database,
         {
             "PROMETHEUS_MULTIPROC_DIR": str(server.metrics_dir),
-            "GUNICORN_BIND": f"127.0.0.1:{port}",
+            "GUNICORN_BIND": f"{host}:{port}",
             "GUNICORN_WORKERS": str(workers),
             **env,
         },
     )
     full_env["PYTHON"] = sys.executable  # deploy/serve's interpreter: this virtualenv's
-    command = [str(ROOT / "deploy" / "serve")]
+    command = [*launcher, str(ROOT / "deploy" / "serve")]
     with running(
         command,
         log_path=server.log,
@@ -139,15 +146,19 @@ def running_celery_worker(
     *,
     queue: str,
     embedded_beat: bool = True,
+    node: str | None = None,
+    launcher: Sequence[str] = (),
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A Celery worker consuming ``queue`` alone, ready to consume; with beat embedded (-B) unless
-    ``embedded_beat`` is false (then run ``running_celery_beat`` beside it, as deployed)."""
+    ``embedded_beat`` is false (then run ``running_celery_beat`` beside it, as deployed); named
+    ``node`` (else after the queue), started through ``launcher``."""
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / "celery.log"
     full_env = base_env(database, {"CELERY_QUEUE": queue, **env})
     # Not celerybeat-schedule in the checkout.
     beat = ["-B", "-s", str(workdir / "beat-schedule")] if embedded_beat else []
     command = [
+        *launcher,
         sys.executable,
         "-m",
         "celery",
@@ -159,7 +170,7 @@ def running_celery_worker(
         "-Q",
         queue,
         "-n",
-        f"{queue}@%h",
+        f"{node or queue}@%h",
         "--without-mingle",
         "--without-gossip",
         *beat,
@@ -244,10 +255,18 @@ def render_nginx(prefix: Path, variables: Mapping[str, str]) -> Path:
 
 @contextmanager
 def running_nginx(
-    workdir: Path, *, backend: str, static_root: Path, client_max_body_size: str = "1m"
+    workdir: Path,
+    *,
+    backend: str,
+    static_root: Path,
+    client_max_body_size: str = "1m",
+    more_backends: Sequence[str] = (),
+    server_options: str = "",
 ) -> Iterator[Nginx]:
     """Debian's nginx with deploy/nginx's configuration on a loopback port, in front of
-    ``backend`` (host:port), serving ``static_root``; ready to answer /healthz."""
+    ``backend`` (host:port) and ``more_backends``, each a ``server`` of the upstream block with
+    ``server_options`` (e.g. nginx's passive health checks: max_fails, fail_timeout), serving
+    ``static_root``; ready to answer /healthz."""
     prefix = workdir / "nginx"
     port = free_port()
     server = Nginx(
@@ -260,7 +279,10 @@ def running_nginx(
         prefix,
         {
             "NGINX_PORT": f"127.0.0.1:{port}",
-            "BACKEND": backend,
+            # The template's upstream block names one server: the others are lines of it.
+            "BACKEND": ";\n    server ".join(
+                f"{address} {server_options}".strip() for address in (backend, *more_backends)
+            ),
             "STATIC_ROOT": str(static_root),
             "ACCESS_LOG": str(server.access_log),
             "CLIENT_MAX_BODY_SIZE": client_max_body_size,

@@ -30,11 +30,11 @@ CODE = re.compile(r"\b(\d{6})\b")
 class SmtpSink:
     """An aiosmtpd server on loopback that keeps every message it is sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, hostname: str = "127.0.0.1") -> None:
         self.messages: list[tuple[list[str], EmailMessage]] = []
         self._lock = threading.Lock()
         self.port = free_port()
-        self.controller = Controller(self, hostname="127.0.0.1", port=self.port)
+        self.controller = Controller(self, hostname=hostname, port=self.port)
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
