@@ -383,7 +383,9 @@ def test_static_files_are_served_compressed(proxy: Prefix, backend: StubBackend)
     assert backend.requests == []
 
 
-def test_access_log_line_is_one_json_object_of_the_constant_fields(proxy: Prefix, backend: StubBackend) -> None:
+def test_access_log_line_is_one_json_object_of_the_constant_fields(
+    proxy: Prefix, backend: StubBackend
+) -> None:
     request(
         proxy,
         "GET",
