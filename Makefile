@@ -129,8 +129,9 @@ typecheck: install
 	cd clients/python && $(CURDIR)/$(BIN)/mypy src  # strict, as Python 3.10 reads it
 
 # Uses DATABASE_URL when set; otherwise the suite starts the embedded PostgreSQL under .data/.
+# The slowest tests are listed at the end: where the suite's time goes.
 pytest: install tools browser nginx
-	PROMTOOL=$(CURDIR)/$(PROMTOOL) $(BIN)/pytest
+	PROMTOOL=$(CURDIR)/$(PROMTOOL) $(BIN)/pytest --durations=25
 
 # The cabinet's screenshots in docs/screenshots (docs/cabinet.md), by the browser tests.
 screenshots: install browser
