@@ -163,15 +163,20 @@ class Owner:
         assert answer.status_code == 200, answer.text
 
 
-@pytest.fixture(scope="module")
-def owner(gunicorn: Gunicorn, stack_database: StackDatabase) -> Iterator[Owner]:
-    stack_database.shell(
+def owner_signed_in(database: StackDatabase, base_url: str) -> Owner:
+    """The cabinet user OWNER_EMAIL, made in ``database`` and signed in at ``base_url``."""
+    database.shell(
         "from accounts.models import User\n"
         "User.objects.create_user(\n"
         f"    username='client-owner', email={OWNER_EMAIL!r}, password={OWNER_PASSWORD!r},\n"
         "    first_name='Ada', last_name='Lovelace', phone='+4915112345678', email_confirmed=True,\n"
         ")\n"
     )
-    cabinet = Owner(gunicorn.base_url)
+    return Owner(base_url)
+
+
+@pytest.fixture(scope="module")
+def owner(gunicorn: Gunicorn, stack_database: StackDatabase) -> Iterator[Owner]:
+    cabinet = owner_signed_in(stack_database, gunicorn.base_url)
     yield cabinet
     cabinet.http.close()

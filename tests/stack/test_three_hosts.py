@@ -4,8 +4,8 @@ reaching C over their links; nginx in the root namespace balances A and B with p
 checks (a server that fails is left aside for a few seconds). Then B's link is cut in the middle
 of an exchange run, and restored: nothing is lost.
 
-Printed, not asserted (docs/operations.md, "A host cut off"): the requests that failed during the
-cut, and how long B took to serve again once its link was back."""
+Printed, not asserted (docs/operations.md, "A host cut off"): the messages handled twice, the
+requests that failed and were retried, nginx's 5xx answers, and whether B's worker survived."""
 
 from __future__ import annotations
 
@@ -30,13 +30,12 @@ from psycopg import sql
 from exchange.models import DeadLetter, DeliveryLog
 from exchange.models import Message as QueuedMessage
 from tests.stack.conftest import (
-    OWNER_EMAIL,
     OWNER_PASSWORD,
     ROOT,
     Adapter,
     Gunicorn,
-    Owner,
     StackDatabase,
+    owner_signed_in,
     wait_until,
 )
 from tests.stack.hosts import (
@@ -195,11 +194,11 @@ class RetriesSeen(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
-        self.at: list[float] = []
+        self.count = 0
 
     def emit(self, record: logging.LogRecord) -> None:
         if "retrying" in record.getMessage():
-            self.at.append(time.monotonic())
+            self.count += 1
 
 
 def client(platform: Platform, adapter: Adapter, device: str) -> ExchangeClient:
@@ -219,14 +218,7 @@ def nginx_failures(platform: Platform) -> list[dict[str, object]]:
 
 
 def test_a_cut_host_loses_nothing(platform: Platform) -> None:
-    platform.database.shell(
-        "from accounts.models import User\n"
-        "User.objects.create_user(\n"
-        f"    username='hosts-owner', email={OWNER_EMAIL!r}, password={OWNER_PASSWORD!r},\n"
-        "    first_name='Ada', last_name='Lovelace', email_confirmed=True,\n"
-        ")\n"
-    )
-    owner = Owner(platform.nginx.base_url)
+    owner = owner_signed_in(platform.database, platform.nginx.base_url)
     sender, polled, streamed = (owner.create_adapter(name) for name in ("s", "p", "st"))
     (probe,) = adapters_signed_in(platform.database, "probe", 1)
     consumed = Consumed()
@@ -252,34 +244,20 @@ def test_a_cut_host_loses_nothing(platform: Platform) -> None:
     for thread in threads:
         thread.start()
     b = platform.network.hosts["b"]
-    cut_at = restored_at = back_at = registered_at = 0.0
     registered = f"cut-{uuid.uuid4().hex[:8]}@example.com"
-    code: list[tuple[str, float]] = []  # the code e-mailed, and when it arrived
-    code_waiter = threading.Thread(
-        target=lambda: code.append(
-            (platform.smtp.code_sent_to(registered, timeout=90), time.monotonic())
-        ),
-        daemon=True,
-    )
     try:
         with client(platform, sender, "sender") as sending:
             for n in range(MESSAGES):
                 if n == MESSAGES // 3:
                     b.cut()
-                    cut_at = time.monotonic()
                     register(platform, registered)
-                    registered_at = time.monotonic()
-                    code_waiter.start()
                 if n == 2 * MESSAGES // 3:
                     b.restore()
-                    restored_at = time.monotonic()
                 to = polled if n % 2 == 0 else streamed
                 sending.send(to.adapter_id, "numbered", {"n": n})
                 time.sleep(0.02)
-        code_waiter.join(timeout=120)
-        back_at = restored_at + wait_until(
-            lambda: serves(platform.b, probe), timeout=120, what="B to serve again"
-        )
+        code = platform.smtp.code_sent_to(registered, timeout=90)
+        wait_until(lambda: serves(platform.b, probe), timeout=120, what="B to serve again")
         wait_until(
             lambda: len(consumed.numbers) == MESSAGES,
             timeout=180,
@@ -296,8 +274,7 @@ def test_a_cut_host_loses_nothing(platform: Platform) -> None:
 
     # The code goes out through A's worker (or B's, before it noticed the cut; the outbox's
     # sweep sends again what a worker held and never finished).
-    ((code_sent, code_at),) = code
-    assert len(code_sent) == 6
+    assert len(code) == 6
     assert set(consumed.numbers) == set(range(MESSAGES))
     duplicates = {number: count - 1 for number, count in consumed.numbers.items() if count > 1}
     twice = receive_counts(platform, [consumed.ids[number] for number in duplicates])
@@ -308,15 +285,12 @@ def test_a_cut_host_loses_nothing(platform: Platform) -> None:
     # Nothing left behind: every message acknowledged, none dead-lettered.
     assert left_over(platform, [polled.adapter_id, streamed.adapter_id]) == (0, 0)
 
-    failed = [at for at in retries.at if cut_at <= at <= back_at]
+    # Counts, not times (the suite measures no time: docs/operations.md has the timed runs).
     print(  # noqa: T201 (the figures of docs/operations.md, "A host cut off")
-        f"\nthree hosts: {MESSAGES} messages, B cut for {restored_at - cut_at:.1f} s; "
-        f"duplicates {sum(duplicates.values())} ({sorted(duplicates)[:20]}); "
-        f"client retries during the cut and until B served again {len(failed)}, in all "
-        f"{len(retries.at)}; nginx 5xx answers {len(nginx_failures(platform))}; "
-        f"B served again {back_at - restored_at:.2f} s after its link was back; the code "
-        f"registered during the cut arrived {code_at - registered_at:.1f} s after the "
-        f"registration's answer; B's Celery worker {worker_state(platform.workers['b'])}"
+        f"\nthree hosts: {MESSAGES} messages; duplicates {sum(duplicates.values())} "
+        f"({sorted(duplicates)[:20]}); client requests that failed and were retried "
+        f"{retries.count}; nginx 5xx answers {len(nginx_failures(platform))}; "
+        f"B's Celery worker {worker_state(platform.workers['b'])}"
     )
 
 
