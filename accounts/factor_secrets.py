@@ -1,7 +1,8 @@
 """The second factors' secrets at rest (docs/sessions.md, "Second factors").
 
-An authenticator app's secret is encrypted with AES-256-GCM, bound to its user (the user's id is
-the associated data, so a ciphertext copied onto another account does not decrypt). A recovery
+An authenticator app's secret, and an adapter's webhook secret (docs/exchange.md, "Webhooks"), are
+encrypted with AES-256-GCM, bound to their user and purpose (the associated data, so a ciphertext
+copied onto another account, or into another column, does not decrypt). A recovery
 code is kept as an HMAC-SHA-256, so the row can be looked up and spent in one conditional UPDATE.
 Both keys are derived (HKDF-SHA-256, one label each) from TOTP_ENCRYPTION_KEY, or from SECRET_KEY
 when that is unset: a dump of the database alone yields neither secrets nor codes. Changing the
@@ -41,24 +42,30 @@ def _key(label: bytes) -> bytes:
     return _derived(root, b"exchange-platform " + label)
 
 
-def _associated(user_id: int) -> bytes:
-    return f"authenticator:{user_id}".encode()
+# What a secret is for: its key's label. A ciphertext of one purpose does not decrypt as another.
+PURPOSES = {"authenticator": b"totp-secret", "webhook": b"webhook-secret"}
 
 
-def secret_encrypt(*, user_id: int, secret: str) -> str:
+def _associated(user_id: int, purpose: str) -> bytes:
+    return f"{purpose}:{user_id}".encode()
+
+
+def secret_encrypt(*, user_id: int, secret: str, purpose: str = "authenticator") -> str:
     nonce = secrets.token_bytes(NONCE_BYTES)
-    sealed = AESGCM(_key(b"totp-secret")).encrypt(nonce, secret.encode(), _associated(user_id))
+    sealed = AESGCM(_key(PURPOSES[purpose])).encrypt(
+        nonce, secret.encode(), _associated(user_id, purpose)
+    )
     return f"{VERSION}:{base64.urlsafe_b64encode(nonce + sealed).decode()}"
 
 
-def secret_decrypt(*, user_id: int, stored: str) -> str:
+def secret_decrypt(*, user_id: int, stored: str, purpose: str = "authenticator") -> str:
     version, _, payload = stored.partition(":")
     if version != VERSION:
         raise SecretUnreadable(f"unknown format {version!r}")
     try:
         raw = base64.urlsafe_b64decode(payload)
-        plain = AESGCM(_key(b"totp-secret")).decrypt(
-            raw[:NONCE_BYTES], raw[NONCE_BYTES:], _associated(user_id)
+        plain = AESGCM(_key(PURPOSES[purpose])).decrypt(
+            raw[:NONCE_BYTES], raw[NONCE_BYTES:], _associated(user_id, purpose)
         )
     except (InvalidTag, ValueError) as error:
         raise SecretUnreadable("not encrypted under the configured key") from error

@@ -13,7 +13,13 @@ class ExchangeConfig(AppConfig):
 
     def serving(self) -> None:
         """On each server process's event loop as it starts (platform_site.asgi): the listener
-        that wakes long polls and streams."""
+        that wakes long polls and streams, and the webhook deliverer unless it runs on its own
+        (EXCHANGE_WEBHOOK_DELIVERY_SEPARATE)."""
+        from django.conf import settings
+
         from exchange.wakeups import wakeups
+        from exchange.webhooks.delivery import deliver_while_serving
 
         wakeups.start()
+        if not settings.EXCHANGE_WEBHOOK_DELIVERY_SEPARATE:
+            deliver_while_serving()

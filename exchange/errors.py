@@ -75,6 +75,29 @@ class StreamOpen(ApplicationError):
     )
 
 
+class WebhookActive(ApplicationError):
+    """A receive, or a stream, of an adapter whose webhook is enabled: its messages are pushed."""
+
+    status = 409
+    code = "WEBHOOK_ACTIVE"
+    default_detail = (
+        "This adapter's webhook is enabled: its messages are pushed there. Its owner can disable "
+        "or delete the webhook to receive them here."
+    )
+
+
+class WebhookNotFound(ApplicationError):
+    status = 404
+    code = "NOT_FOUND"
+    default_detail = "This adapter has no webhook."
+
+
+class WebhookDisabled(ApplicationError):
+    status = 409
+    code = "WEBHOOK_DISABLED"
+    default_detail = "The webhook is disabled: enable it to send it a test event."
+
+
 class StreamsBusy(ServerBusy):
     """This server process holds EXCHANGE_STREAM_MAX_CONNECTIONS streams (or holds none at all:
     a server without an event loop)."""

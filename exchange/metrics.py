@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 from django.db import DatabaseError
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -78,7 +78,14 @@ class QueueCollector(Collector):
 
 
 # Push streams (exchange/streams.py).
-STREAM_END_CODES = ("REPLACED", "TOKEN_EXPIRED", "TOKEN_REVOKED", "SHUTDOWN", "CLIENT_GONE")
+STREAM_END_CODES = (
+    "REPLACED",
+    "TOKEN_EXPIRED",
+    "TOKEN_REVOKED",
+    "SHUTDOWN",
+    "WEBHOOK_ACTIVE",
+    "CLIENT_GONE",
+)
 streams_open = Gauge(
     "platform_exchange_streams_open",
     "Push streams open in the server processes (at EXCHANGE_STREAM_MAX_CONNECTIONS a process "
@@ -94,4 +101,21 @@ for _code in STREAM_END_CODES:
     stream_ends.labels(_code)
 streamed = Counter(
     "platform_exchange_messages_streamed", "Messages delivered on push streams (each delivery)"
+)
+
+
+# Webhooks (exchange/webhooks/delivery.py), counted by the process that delivers.
+WEBHOOK_OUTCOMES = ("delivered", "failed", "timeout", "refused")
+webhook_deliveries = Counter(
+    "platform_exchange_webhook_deliveries",
+    "Webhook delivery attempts, by outcome: delivered (a 2xx), failed (another answer or a broken "
+    "connection), timeout, refused (a refused connection, or an address a webhook may not reach)",
+    ["outcome"],
+)
+for _outcome in WEBHOOK_OUTCOMES:
+    webhook_deliveries.labels(_outcome)
+webhook_delivery_seconds = Histogram(
+    "platform_exchange_webhook_delivery_seconds",
+    "Time from a webhook POST's start to its answer (or its failure)",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30),
 )

@@ -47,6 +47,9 @@ class Message(models.Model):
     enqueued_at = models.DateTimeField(db_default=Now())
     visible_at = models.DateTimeField(db_default=Now())  # later than now: delayed or leased
     receive_count = models.IntegerField(default=0)
+    # Attempts to push it to its recipient's webhook: they have a schedule of their own and do not
+    # count toward EXCHANGE_MAX_DELIVERIES (exchange/webhook_queries.py).
+    push_attempts = models.IntegerField(default=0, db_default=0)
     first_received_at = models.DateTimeField(null=True, blank=True)
     lease_token = models.UUIDField(null=True, blank=True)
     # NULL together with lease_token whenever the message is not leased: exchange/queries.py
@@ -214,3 +217,68 @@ class Stream(models.Model):
 
     def __str__(self) -> str:
         return f"{self.recipient_id} @ {self.device_key[:12]}"
+
+
+class Webhook(models.Model):
+    """Where an adapter's messages are pushed, while ``enabled`` (docs/exchange.md, "Webhooks").
+
+    The secrets are kept encrypted (accounts.factor_secrets, purpose "webhook"); the previous one
+    is signed with beside the new one until ``previous_secret_until``. The delivery process keeps
+    the endpoint's health here: ``failing_since`` (the first failure since the last success: 5 days
+    of it disables the webhook as FAILING), ``consecutive_failures`` and ``paused_until`` (the
+    circuit breaker: open, deliveries wait until then; then one probe at a time).
+    """
+
+    class DisabledReason(models.TextChoices):
+        GONE = "GONE", "The endpoint answered 410 Gone"
+        FAILING = "FAILING", "The endpoint failed for days without a success"
+
+    adapter = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    url = models.CharField(max_length=2000)
+    enabled = models.BooleanField(default=True)
+    secret = models.CharField(max_length=200)
+    previous_secret = models.CharField(max_length=200, blank=True, default="")
+    previous_secret_until = models.DateTimeField(null=True, blank=True)
+    disabled_reason = models.CharField(  # noqa: DJ001 (null: enabled, or disabled by the owner)
+        max_length=16, choices=DisabledReason.choices, null=True, blank=True
+    )
+    failing_since = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.IntegerField(default=0)
+    paused_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    def __str__(self) -> str:
+        return f"{self.adapter_id} -> {self.url}"
+
+
+class WebhookAttempt(models.Model):
+    """One POST of a message to a webhook, kept EXCHANGE_WEBHOOK_LOG_DAYS (the delivery log)."""
+
+    class Outcome(models.TextChoices):
+        DELIVERED = "delivered"
+        FAILED = "failed"
+        TIMEOUT = "timeout"
+        REFUSED = "refused"
+
+    id = models.BigAutoField(primary_key=True)
+    adapter = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    message_id = models.UUIDField()
+    attempt = models.IntegerField()
+    at = models.DateTimeField()
+    status = models.IntegerField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    latency_ms = models.IntegerField()
+    error = models.CharField(max_length=400, blank=True, default="")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["adapter", "-at"], name="exchange_webhook_log_idx"),
+            models.Index(fields=["at"], name="exchange_webhook_log_age_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.message_id} #{self.attempt}: {self.outcome}"

@@ -60,20 +60,21 @@ DELIVERY_MEMBERS = (
 )
 
 
-def _delivery_json() -> str:
+def delivery_json(*, count: str = "m.receive_count") -> str:
     """One concat() whose literal pieces carry the names, commas and a string's quotes, and whose
-    other arguments are the values: no text is joined twice per row."""
+    other arguments are the values: no text is joined twice per row. ``count`` is the column the
+    delivery is counted in (a webhook's push: m.push_attempts)."""
     parts: list[str] = []
     literal = "{"
     for name, sql, quoted in DELIVERY_MEMBERS:
         literal += ("," if literal != "{" else "") + f'"{name}":' + ('"' if quoted else "")
-        parts += [f"'{literal}'", sql]
+        parts += [f"'{literal}'", sql.replace("m.receive_count", count)]
         literal = '"' if quoted else ""
     parts.append(f"'{literal}}}'")
     return "concat(" + ", ".join(parts) + ")"
 
 
-_DELIVERY_JSON = _delivery_json()
+_DELIVERY_JSON = delivery_json()
 
 # The claim shared by RECEIVE and STREAM_RECEIVE, after their own ``picked`` (the messages to
 # deliver, locked). The picked ids are taken as an array, looked up by the primary key: joined to
@@ -111,20 +112,24 @@ _CLAIM_TAIL = """ AS json
 """
 _CLAIM = _CLAIM_HEAD + _DELIVERY_JSON + _CLAIM_TAIL
 
-# While the device's push stream is open (exchange_stream), a receive claims nothing and its last
-# row is (NULL, NULL, NULL): the view answers 409 STREAM_OPEN.
+# While the device's push stream is open (exchange_stream), or the recipient's webhook is enabled
+# (exchange_webhook: its messages are pushed), a receive claims nothing and its last row is
+# (NULL, NULL, the refusal's code): the view answers 409 STREAM_OPEN or WEBHOOK_ACTIVE.
 _RECEIVE_PICKED = """
 WITH streaming AS (
     SELECT 1 FROM exchange_stream
     WHERE recipient_id = %(recipient)s AND device_key = %(device)s
       AND expires_at > statement_timestamp()
 ),
+pushed AS (
+    SELECT 1 FROM exchange_webhook WHERE adapter_id = %(recipient)s AND enabled
+),
 picked AS (
     SELECT message_id FROM exchange_message
     WHERE recipient_id = %(recipient)s
       AND (visible_at <= statement_timestamp()
            OR (lease_token IS NOT NULL AND leased_by = %(device)s))
-      AND NOT EXISTS (SELECT 1 FROM streaming)
+      AND NOT EXISTS (SELECT 1 FROM streaming) AND NOT EXISTS (SELECT 1 FROM pushed)
     ORDER BY seq
     LIMIT %(max)s
     FOR NO KEY UPDATE SKIP LOCKED
@@ -132,19 +137,26 @@ picked AS (
 _RECEIVE_ANSWER = """
 (SELECT message_id::text, receive_count, json FROM claimed ORDER BY seq)
 UNION ALL
-SELECT NULL, NULL, NULL FROM streaming
+(SELECT NULL::text, NULL::integer, 'WEBHOOK_ACTIVE' FROM pushed
+ UNION ALL
+ SELECT NULL, NULL, 'STREAM_OPEN' FROM streaming
+ LIMIT 1)
 """
 RECEIVE = _RECEIVE_PICKED + _CLAIM + _RECEIVE_ANSWER
 
 # A push stream's claim (exchange/streams.py): as many messages as its credits allow, i.e.
 # %(max)s (maxOutstanding) less those leased to the device and not yet settled, and only while the
-# stream still owns its exchange_stream row (a newer stream of the device took it over: nothing).
-# Its first claim is a receive's: what the device holds comes back first, and counts as new. The
-# last row is (NULL, outstanding before this claim or -1 when the row is gone, seconds until the
-# earliest of those leases runs out).
+# stream still owns its exchange_stream row (a newer stream of the device took it over: nothing)
+# and the recipient has no webhook enabled (its messages are pushed there: nothing). Its first
+# claim is a receive's: what the device holds comes back first, and counts as new. The last row
+# is (NULL, outstanding before this claim, or -1 when the row is gone, or -2 when a webhook is
+# enabled, seconds until the earliest of those leases runs out).
 _STREAM_PICKED = """
 WITH fence AS (
-    SELECT count(*) AS owned FROM exchange_stream WHERE stream_id = %(stream)s
+    SELECT count(*) AS owned,
+           (SELECT count(*) FROM exchange_webhook
+            WHERE adapter_id = %(recipient)s AND enabled) AS pushed
+    FROM exchange_stream WHERE stream_id = %(stream)s
 ),
 held AS (
     SELECT count(*) AS outstanding,
@@ -158,7 +170,7 @@ picked AS (
     WHERE recipient_id = %(recipient)s
       AND (visible_at <= statement_timestamp()
            OR (%(first)s AND lease_token IS NOT NULL AND leased_by = %(device)s))
-      AND (SELECT owned FROM fence) > 0
+      AND (SELECT owned > 0 AND pushed = 0 FROM fence)
     ORDER BY seq
     LIMIT greatest(
         %(max)s - CASE WHEN %(first)s THEN 0 ELSE (SELECT outstanding FROM held) END, 0
@@ -168,7 +180,8 @@ picked AS (
 _STREAM_ANSWER = """
 (SELECT message_id::text, receive_count, json FROM claimed ORDER BY seq)
 UNION ALL
-SELECT NULL, CASE WHEN fence.owned > 0 THEN held.outstanding ELSE -1 END,
+SELECT NULL,
+       CASE WHEN fence.pushed > 0 THEN -2 WHEN fence.owned > 0 THEN held.outstanding ELSE -1 END,
        coalesce(held.next_expiry::text, '')
 FROM fence, held
 """

@@ -65,6 +65,7 @@ END_DETAILS = {
     "again.",
     "REPLACED": "Another stream opened for this adapter and X-Device-ID.",
     "SHUTDOWN": "The server is stopping: open the stream again (another server will answer).",
+    "WEBHOOK_ACTIVE": "This adapter's webhook is enabled: its messages are pushed there.",
 }
 
 places = Places(metrics.streams_open)
@@ -184,6 +185,8 @@ class Stream:
                 lease_seconds=self.lease_seconds,
                 first=self.first,
             )
+            if claimed.pushed:
+                return "WEBHOOK_ACTIVE"
             if not claimed.owned:
                 return "REPLACED"
             self.first = False

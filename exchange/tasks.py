@@ -10,6 +10,7 @@ from django.utils import timezone
 from exchange.models import IdempotencyKey
 from exchange.services.history import delivery_log_partitions_maintain
 from exchange.services.queues import queues_trim
+from exchange.services.webhooks import webhook_attempts_expire
 
 IDEMPOTENCY_KEY_HOURS = 24
 
@@ -32,3 +33,9 @@ def idempotency_keys_expire_task() -> int:
 def queues_trim_task() -> dict[str, int]:
     trimmed = queues_trim()
     return {"expired": trimmed.expired, "dropped": trimmed.dropped}
+
+
+@shared_task(name="exchange.webhook_attempts_expire")
+def webhook_attempts_expire_task() -> int:
+    """Forget webhook attempts older than EXCHANGE_WEBHOOK_LOG_DAYS."""
+    return webhook_attempts_expire()

@@ -70,6 +70,8 @@ class Wakeups:
         self._epoch = 0  # moved on when the listener (re)connects
         self._waiting: dict[int, set[asyncio.Event]] = {}
         self._watchers: dict[int, set[Watcher]] = {}
+        # Called with the recipient and kind of every notification (the webhook deliverer).
+        self._watching_all: set[Callable[[int, str], None]] = set()
         self._listener: asyncio.Task[None] | None = None
         self.listening = threading.Event()
 
@@ -122,6 +124,8 @@ class Wakeups:
                 event.set()
         for watcher in list(self._watchers.get(recipient_id, ())):
             watcher(kind, device_key)
+        for watching in list(self._watching_all):
+            watching(recipient_id, kind)
 
     def watch(self, recipient_id: int, watcher: Watcher) -> None:
         """Call ``watcher`` with the kind (and the device key, for "s") of every notification for
@@ -136,6 +140,15 @@ class Wakeups:
             if not watchers:
                 del self._watchers[recipient_id]
 
+    def watch_all(self, watcher: Callable[[int, str], None]) -> None:
+        """Call ``watcher`` with the recipient and kind of every notification (on the event loop;
+        "*" with recipient 0 when the listener reconnected), until ``unwatch_all``."""
+        self._ensure_listener()
+        self._watching_all.add(watcher)
+
+    def unwatch_all(self, watcher: Callable[[int, str], None]) -> None:
+        self._watching_all.discard(watcher)
+
     def _wake_all(self) -> None:
         self._epoch += 1
         for events in self._waiting.values():
@@ -144,6 +157,8 @@ class Wakeups:
         for watchers in list(self._watchers.values()):
             for watcher in list(watchers):
                 watcher("*", None)
+        for watching in list(self._watching_all):
+            watching(0, "*")
 
     def _dispatch(self, payload: str) -> None:
         kind = payload[:1] if payload[:1] in ("s", "x") else ""

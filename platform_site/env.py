@@ -122,6 +122,23 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+_DURATION = re.compile(r"([0-9]+)([smhd]?)")
+_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def env_durations(name: str, default: str) -> tuple[int, ...]:
+    """A comma-separated list of durations, each a whole number of seconds with an optional unit
+    (s, m, h, d): "5s,5m,30m,2h". In seconds."""
+    value = env_str(name, default)
+    durations = []
+    for item in value.split(","):
+        match = _DURATION.fullmatch(item.strip())
+        if match is None:
+            raise _fail(name, value, "durations separated by commas, such as 5s,5m,2h")
+        durations.append(int(match[1]) * _SECONDS[match[2]])
+    return tuple(durations)
+
+
 _RATE = re.compile(r"[1-9][0-9]*/[0-9]*[smhd]")
 
 

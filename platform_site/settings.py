@@ -24,6 +24,7 @@ from platform_site.env import (
     email_config,
     env_bool,
     env_choice,
+    env_durations,
     env_float,
     env_int,
     env_list,
@@ -338,6 +339,30 @@ EXCHANGE_STREAM_HEARTBEAT_SECONDS = env_int(
     "EXCHANGE_STREAM_HEARTBEAT_SECONDS", 15, minimum=1, maximum=60
 )
 EXCHANGE_STREAM_MAX_CONNECTIONS = env_int("EXCHANGE_STREAM_MAX_CONNECTIONS", 2000, minimum=0)
+# Webhooks (exchange/webhooks/, docs/exchange.md "Webhooks"): a 2xx within the timeout ACKs; other
+# answers are retried after each delay of the schedule in turn, then dead-lettered; the endpoint
+# is disabled after days of failures without a success; its circuit breaker opens after that
+# many failures in a row; at most that many requests are in flight per endpoint. A rotated
+# secret is still signed with for the overlap. Private, loopback and link-local targets, and
+# plain http, only where ALLOW_PRIVATE (by default in DEBUG, the embedded mode); CA_BUNDLE adds
+# trusted CAs. The server processes deliver too unless DELIVERY_SEPARATE (compose, Kubernetes:
+# `manage.py deliver_webhooks` runs as a service of its own).
+EXCHANGE_WEBHOOK_TIMEOUT_SECONDS = env_int(
+    "EXCHANGE_WEBHOOK_TIMEOUT_SECONDS", 15, minimum=1, maximum=60
+)
+EXCHANGE_WEBHOOK_RETRY_SCHEDULE = env_durations(
+    "EXCHANGE_WEBHOOK_RETRY_SCHEDULE", "5s,5m,30m,2h,5h,10h,10h"
+)
+EXCHANGE_WEBHOOK_DISABLE_AFTER_DAYS = env_int("EXCHANGE_WEBHOOK_DISABLE_AFTER_DAYS", 5, minimum=1)
+EXCHANGE_WEBHOOK_BREAKER_FAILURES = env_int("EXCHANGE_WEBHOOK_BREAKER_FAILURES", 5, minimum=1)
+EXCHANGE_WEBHOOK_CONCURRENCY = env_int("EXCHANGE_WEBHOOK_CONCURRENCY", 10, minimum=1, maximum=100)
+EXCHANGE_WEBHOOK_SECRET_OVERLAP_SECONDS = env_int(
+    "EXCHANGE_WEBHOOK_SECRET_OVERLAP_SECONDS", 86400, minimum=0
+)
+EXCHANGE_WEBHOOK_LOG_DAYS = env_int("EXCHANGE_WEBHOOK_LOG_DAYS", 7, minimum=1)
+EXCHANGE_WEBHOOK_ALLOW_PRIVATE = env_bool("EXCHANGE_WEBHOOK_ALLOW_PRIVATE", DEBUG)
+EXCHANGE_WEBHOOK_CA_BUNDLE = env_str("EXCHANGE_WEBHOOK_CA_BUNDLE", "")
+EXCHANGE_WEBHOOK_DELIVERY_SEPARATE = env_bool("EXCHANGE_WEBHOOK_DELIVERY_SEPARATE", False)
 
 # --- HTTP ----------------------------------------------------------------------------------------
 

@@ -124,6 +124,10 @@ def celery_beat_schedule(*, outbox_sweep_seconds: int) -> dict[str, dict[str, An
             "task": "exchange.queues_trim",
             "schedule": timedelta(minutes=10),
         },
+        "webhook-attempts-expire": {
+            "task": "exchange.webhook_attempts_expire",
+            "schedule": timedelta(hours=1),
+        },
     }
 
 

@@ -42,6 +42,7 @@ class Notice(StrEnum):
     RECOVERY_CODE_USED = "recovery_code_used"
     RECOVERY_CODES_REPLACED = "recovery_codes_replaced"
     ADAPTER_PASSWORD_ROTATED = "adapter_password_rotated"  # noqa: S105 (a notice's name)
+    ADAPTER_WEBHOOK_DISABLED = "adapter_webhook_disabled"
 
 
 # What happened, as the subject and as the first sentence.
@@ -57,6 +58,7 @@ SUBJECTS: dict[Notice, Any] = {
     Notice.RECOVERY_CODE_USED: _("A recovery code was used"),
     Notice.RECOVERY_CODES_REPLACED: _("You have new recovery codes"),
     Notice.ADAPTER_PASSWORD_ROTATED: _("An adapter got a new password"),
+    Notice.ADAPTER_WEBHOOK_DISABLED: _("An adapter's webhook was turned off"),
 }
 HEADLINES: dict[Notice, Any] = {
     Notice.NEW_DEVICE_SIGN_IN: _(
@@ -98,6 +100,15 @@ HEADLINES: dict[Notice, Any] = {
         "Your adapter %(adapter)s got a new password. The old one, and every session signed "
         "in with it, no longer work."
     ),
+    Notice.ADAPTER_WEBHOOK_DISABLED: _(
+        "The webhook of your adapter %(adapter)s was turned off: %(reason)s Its messages wait in "
+        "its queue until you turn the webhook on again or delete it."
+    ),
+}
+# Why the platform turned a webhook off (exchange.models.Webhook.DisabledReason).
+WEBHOOK_REASONS: dict[str, Any] = {
+    "GONE": _("its endpoint answered 410 Gone."),
+    "FAILING": _("its endpoint has failed for days without a single success."),
 }
 METHODS: dict[str, Any] = {
     "SMS": _("a code sent by SMS"),
@@ -107,10 +118,16 @@ ADVICE = _(
     "If this was not you, reset your password at once and check the sessions and the "
     "two-factor sign-in on the Security page; if you cannot sign in, contact your administrator."
 )
+ADVICE_WEBHOOK = _(
+    "Check the endpoint and the webhook's delivery log on the Bus page, then turn the webhook on "
+    "again there."
+)
 ADVICE_LOCKED = _(
     "If these attempts were not yours, someone may know your password: once the lock ends, or "
     "right away by resetting it, choose a new password."
 )
+
+ADVICES = {Notice.ACCOUNT_LOCKED: ADVICE_LOCKED, Notice.ADAPTER_WEBHOOK_DISABLED: ADVICE_WEBHOOK}
 
 
 def device_is_new(*, user: User, device: Device, now: datetime) -> bool:
@@ -151,8 +168,8 @@ def notice_send(
     **details: Any,
 ) -> OutboxMessage | None:
     """Queue ``kind``'s notice to ``user`` (None when they have no address to tell). ``details``
-    fill the sentence: ``until``, ``method``, ``remaining``, ``adapter``. Without a request or
-    device the notice says the administration did it.
+    fill the sentence: ``until``, ``method``, ``remaining``, ``adapter``, ``reason``. Without a
+    request or device the notice says the administration did it.
 
     ``user`` None with a ``decoy_address`` (a lock of an unknown e-mail address) writes the
     notice all the same, for nobody: the outbox skips it, and the request did the work a real
@@ -198,8 +215,13 @@ def _queue(
 ) -> OutboxMessage:
     language = language or translation.get_language() or settings.LANGUAGE_CODE
     with translation.override(language):
-        where, ip = _origin(request, device)
+        if kind == Notice.ADAPTER_WEBHOOK_DISABLED:
+            where, ip = str(_("the platform's webhook delivery")), "-"
+        else:
+            where, ip = _origin(request, device)
         values = dict(details)
+        if "reason" in values:
+            values["reason"] = str(WEBHOOK_REASONS[values["reason"]])
         if "method" in values:
             values["method"] = str(METHODS[values["method"]])
         if "until" in values:
@@ -210,7 +232,7 @@ def _queue(
             "when": utc_display(at or timezone.now()),
             "where": where,
             "ip": ip,
-            "advice": str(ADVICE_LOCKED if kind == Notice.ACCOUNT_LOCKED else ADVICE),
+            "advice": str(ADVICES.get(kind, ADVICE)),
         }
         return outbox_email(
             to=to,

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from exchange.api import owners
+from exchange.api import owners, webhooks
 
 urlpatterns = [
     path("users/adapters", owners.AdaptersApi.as_view()),
@@ -11,4 +11,8 @@ urlpatterns = [
     path(
         "users/adapters/<int:adapter_id>/routes/<int:sender_id>", owners.AdapterRouteApi.as_view()
     ),
+    path("users/adapters/<int:adapter_id>/webhook", webhooks.WebhookApi.as_view()),
+    path("users/adapters/<int:adapter_id>/webhook/secret", webhooks.WebhookSecretApi.as_view()),
+    path("users/adapters/<int:adapter_id>/webhook/test", webhooks.WebhookTestApi.as_view()),
+    path("users/adapters/<int:adapter_id>/webhook/attempts", webhooks.WebhookAttemptsApi.as_view()),
 ]

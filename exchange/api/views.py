@@ -42,6 +42,7 @@ from exchange.errors import (
     SendInterrupted,
     SendNotAllowed,
     StreamOpen,
+    WebhookActive,
 )
 from exchange.selectors import queue_stats
 from exchange.services.leases import Receipt, leases_extend, messages_release, receipt_parse
@@ -133,7 +134,8 @@ class MessagesApi(ExchangeApi):
         responses={200: ReceiveOutput},
         tags=["exchange"],
     )
-    @answers(ValidationFailed, UnknownField, ServerBusy, StreamOpen)  # the query; a long poll
+    # the query; a long poll; the device's stream or the adapter's webhook delivers instead
+    @answers(ValidationFailed, UnknownField, ServerBusy, StreamOpen, WebhookActive)
     def get(self, request: AuthenticatedRequest) -> HttpResponse:
         options = receive_options(request.query_params)
         ticket = wakeups.ticket(request.user.pk)  # before the look: see exchange.wakeups
@@ -223,7 +225,8 @@ def _batch_result(outcome: Sent | ApplicationError) -> dict[str, Any]:
     return {"status": status, "messageId": str(outcome.message_id)}
 
 
-@answers(ServerBusy, StreamOpen)  # an ACK that receives may wait for messages, or be streamed
+# An ACK that receives may wait for messages, or find them streamed or pushed to a webhook.
+@answers(ServerBusy, StreamOpen, WebhookActive)
 class MessagesAckApi(ExchangeApi):
     @extend_schema(
         operation_id="exchange_ack",

@@ -16,9 +16,7 @@ from django.db import connection
 
 from accounts.models import User
 from exchange import metrics, queries
-from exchange.errors import (
-    StreamOpen,
-)
+from exchange.errors import StreamOpen, WebhookActive
 from platform_site.database import prepared_cursor
 
 AckStatus = Literal["acked", "alreadyAcked", "deadLettered", "notFound"]
@@ -60,10 +58,10 @@ def _claim_parameters(
 
 
 def _deliveries(rows: list[tuple[str, int, str]]) -> list[Delivery]:
-    """queries.RECEIVE's rows; StreamOpen when the device's push stream is open (the one row is
-    then NULLs)."""
+    """queries.RECEIVE's rows; StreamOpen when the device's push stream is open, WebhookActive
+    when the recipient's webhook is enabled (the one row then names the refusal)."""
     if rows and rows[-1][0] is None:
-        raise StreamOpen()
+        raise WebhookActive() if rows[-1][2] == WebhookActive.code else StreamOpen()
     return delivered(rows)
 
 
@@ -129,9 +127,9 @@ def messages_ack_receive(
         acked = acking.fetchall()
         try:
             deliveries = _deliveries(claiming.fetchall())
-        except StreamOpen:
+        except (StreamOpen, WebhookActive) as refusal:
             made = "The acknowledgements of this request were made."
-            raise StreamOpen(f"{StreamOpen.default_detail} {made}") from None
+            raise type(refusal)(f"{refusal.default_detail} {made}") from None
     return _ack_results(adapter, unique, acked), deliveries
 
 

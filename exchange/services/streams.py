@@ -20,6 +20,8 @@ class Claimed:
     deliveries: list[Delivery]
     # False once a newer stream of the same device took the row over: nothing was claimed.
     owned: bool
+    # True while the recipient's webhook is enabled: nothing was claimed.
+    pushed: bool
     # Seconds until the earliest lease of the messages the device held before this claim runs
     # out (None: it held none).
     next_expiry: float | None
@@ -76,7 +78,8 @@ def stream_claim(
         *rows, (_, outstanding, next_expiry) = cursor.fetchall()
     return Claimed(
         deliveries=delivered(rows),
-        owned=outstanding >= 0,
+        owned=outstanding != -1,
+        pushed=outstanding == -2,
         next_expiry=float(next_expiry) if next_expiry else None,
     )
 
