@@ -209,9 +209,15 @@ class Deliverer:
 
     async def _post_and_keep(self, push: Push) -> None:
         try:
-            self.outcomes.append(await self.post(push))
-        finally:
-            self.to_settle.set()
+            outcome = await self.post(push)
+        except Exception:
+            # A fault of the deliverer's own: the lease runs out and the message comes back.
+            logger.exception("Posting message %s failed", push.message_id)
+            self.in_flight[push.adapter_id] -= 1
+            return
+        # Appended only now: the settler swaps the list while posts are under way.
+        self.outcomes.append(outcome)
+        self.to_settle.set()
 
     async def _settle_loop(self, stopping: asyncio.Event) -> None:
         connection: psycopg.AsyncConnection[Any] | None = None
