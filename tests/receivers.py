@@ -66,7 +66,7 @@ def receiver(
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             request = Received(
                 path=self.path,
@@ -89,7 +89,7 @@ def receiver(
             except OSError:
                 pass  # the deliverer gave up on it (a timeout)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = ThreadingHTTPServer((host, 0), Handler)

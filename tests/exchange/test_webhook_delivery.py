@@ -98,6 +98,12 @@ def clock_forward(seconds: float) -> None:
         )
 
 
+def paused(adapter: User) -> bool:
+    """Whether the circuit breaker of the adapter's endpoint is open now."""
+    until = Webhook.objects.get(adapter=adapter).paused_until
+    return until is not None and until > timezone.now()
+
+
 def seconds_until_visible(message_id: str) -> float:
     message = Message.objects.get(message_id=message_id)
     return (message.visible_at - timezone.now()).total_seconds()
@@ -111,7 +117,8 @@ def test_a_message_is_posted_signed_and_a_2xx_acknowledges_it(
 
     [outcome] = deliver()
 
-    assert outcome.outcome == "delivered" and outcome.status == 200
+    assert outcome.outcome == "delivered"
+    assert outcome.status == 200
     [request] = endpoint.received
     assert request.headers["content-type"] == "application/json"
     assert request.headers["webhook-id"] == message_id
@@ -276,7 +283,9 @@ def test_a_410_disables_the_webhook_and_tells_the_owner(
     shown = cabinet.call("get", f"/api/users/adapters/{adapter.pk}/webhook").json()
     assert (shown["enabled"], shown["disabledReason"]) == (False, "GONE")
     [notice] = [m for m in mail.outbox if m.subject == "An adapter's webhook was turned off"]
-    assert notice.to == ["owner@example.com"] and "erp" in notice.body and "410" in notice.body
+    assert notice.to == ["owner@example.com"]
+    assert "erp" in notice.body
+    assert "410" in notice.body
     assert "the platform's webhook delivery" in notice.body
     # The message waits, and nothing more is pushed: the adapter may receive it now.
     assert Message.objects.get(message_id=message_id).visible_at <= timezone.now()
@@ -330,12 +339,13 @@ def test_the_breaker_pauses_a_failing_endpoint_then_probes_it_one_at_a_time(
 
     assert len(deliver()) == 10  # the endpoint's room: EXCHANGE_WEBHOOK_CONCURRENCY
     webhook = Webhook.objects.get(adapter=adapter)
-    assert webhook.consecutive_failures == 10 and webhook.paused_until > timezone.now()
+    assert webhook.consecutive_failures == 10
+    assert paused(adapter)
     assert deliver() == []  # paused, though two messages wait untried
 
     clock_forward(3600)
     assert len(deliver()) == 1  # half-open: one probe
-    assert Webhook.objects.get(adapter=adapter).paused_until > timezone.now()
+    assert paused(adapter)
 
     endpoint.answer = lambda _: Answer(status=204)
     clock_forward(3600)
@@ -355,7 +365,7 @@ def test_a_paused_endpoint_delays_no_other(
         hooked(other, endpoint.url)
         send(crm, adapter, count=10)
         deliver()
-        assert Webhook.objects.get(adapter=adapter).paused_until > timezone.now()
+        assert paused(adapter)
 
         send(crm, adapter, count=5)
         send(crm, other, count=5)
@@ -402,7 +412,8 @@ def test_a_refused_connection(adapter: User, crm: User) -> None:
 
     [outcome] = deliver()
 
-    assert outcome.outcome == "refused" and outcome.status is None
+    assert outcome.outcome == "refused"
+    assert outcome.status is None
 
 
 def test_a_name_that_resolves_to_loopback_is_refused(
@@ -430,7 +441,8 @@ def test_https_with_a_ca_of_ones_own(
         hooked(adapter, secure.url)
         send(crm, adapter)
         [untrusted] = deliver()
-        assert untrusted.outcome == "failed" and "certificate" in untrusted.error.lower()
+        assert untrusted.outcome == "failed"
+        assert "certificate" in untrusted.error.lower()
 
         settings.EXCHANGE_WEBHOOK_CA_BUNDLE = str(ca_file)
         clock_forward(5)
@@ -456,8 +468,10 @@ def test_the_log_lists_the_attempts_newest_first(
     first, second = attempts["attempts"][1], attempts["attempts"][0]
     assert (second["attempt"], second["status"], second["outcome"]) == (2, 200, "delivered")
     assert (first["attempt"], first["status"], first["outcome"]) == (1, 502, "failed")
-    assert first["error"] == "bad gateway" and first["messageId"] == message_id
-    assert isinstance(first["latencyMs"], int) and first["at"].endswith("Z")
+    assert first["error"] == "bad gateway"
+    assert first["messageId"] == message_id
+    assert isinstance(first["latencyMs"], int)
+    assert first["at"].endswith("Z")
 
 
 def test_the_outcomes_are_counted(

@@ -31,7 +31,8 @@ def test_creating_a_webhook_shows_its_secret_once(cabinet: ApiClient, adapter: U
 
     assert created.status_code == 200, created.content
     body = created.json()
-    assert body["url"] == HOOK and body["enabled"] is True
+    assert body["url"] == HOOK
+    assert body["enabled"] is True
     assert body["secret"].startswith("whsec_")
     assert len(base64.b64decode(body["secret"].removeprefix("whsec_"))) == 32
     stored = Webhook.objects.get(adapter=adapter)
@@ -57,7 +58,7 @@ def test_no_webhook_and_another_owners_adapter_are_not_found(
     for path in (hook_path(adapter), hook_path(stranger)):
         for method in ("get", "delete"):
             answer = cabinet.call(method, path)
-            assert answer.status_code == 404 and answer.json()["code"] == "NOT_FOUND", path
+            assert (answer.status_code, answer.json()["code"]) == (404, "NOT_FOUND"), path
     for tail in ("/secret", "/test"):
         assert cabinet.call("post", hook_path(stranger, tail)).status_code == 404
     assert cabinet.call("get", hook_path(stranger, "/attempts")).status_code == 404
@@ -128,7 +129,8 @@ def test_rotating_keeps_the_old_secret_for_the_overlap(
 
     assert rotated.status_code == 200
     second = rotated.json()["secret"]
-    assert second.startswith("whsec_") and second != first
+    assert second.startswith("whsec_")
+    assert second != first
     webhook = Webhook.objects.get(adapter=adapter)
     assert secret_decrypt(user_id=adapter.pk, stored=webhook.secret, purpose="webhook") == second
     kept = secret_decrypt(user_id=adapter.pk, stored=webhook.previous_secret, purpose="webhook")
@@ -150,13 +152,16 @@ def test_an_enabled_webhook_stops_receives_and_a_disabled_one_does_not(
     acking = consumer.call(
         "post", "/api/exchange/messages/ack", {"messageIds": [str(uuid.uuid4())], "receive": {}}
     )
-    assert acking.status_code == 409 and acking.json()["code"] == "WEBHOOK_ACTIVE"
+    assert acking.status_code == 409
+    assert acking.json()["code"] == "WEBHOOK_ACTIVE"
     stats = consumer.call("get", "/api/exchange/stats")
-    assert stats.status_code == 200 and stats.json()["available"] == 1
+    assert stats.status_code == 200
+    assert stats.json()["available"] == 1
 
     cabinet.call("put", hook_path(adapter), {"url": HOOK, "enabled": False})
     received = consumer.call("get", "/api/exchange/messages")
-    assert received.status_code == 200 and len(received.json()["messages"]) == 1
+    assert received.status_code == 200
+    assert len(received.json()["messages"]) == 1
 
     cabinet.call("put", hook_path(adapter), {"url": HOOK})
     assert cabinet.call("delete", hook_path(adapter)).status_code == 200
@@ -179,7 +184,8 @@ def test_enabling_again_starts_the_waiting_messages_schedules_afresh(
     cabinet.call("put", hook_path(adapter), {"url": HOOK, "enabled": True})
 
     waiting.refresh_from_db()
-    assert waiting.push_attempts == 0 and waiting.visible_at <= timezone.now()
+    assert waiting.push_attempts == 0
+    assert waiting.visible_at <= timezone.now()
     webhook = Webhook.objects.get(adapter=adapter)
     assert (webhook.enabled, webhook.disabled_reason, webhook.consecutive_failures) == (
         True,
