@@ -16,13 +16,10 @@ connection of their own.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import ssl
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -36,6 +33,13 @@ from accounts.factor_secrets import secret_decrypt
 from exchange import metrics, webhook_queries
 from exchange.services.webhooks import webhook_disabled_notify
 from exchange.wakeups import wakeups
+from exchange.webhooks.outcomes import (
+    Outcome,
+    Push,
+    health_parameters,
+    retry_delay,
+    settle_parameters,
+)
 from exchange.webhooks.signing import secret_key, signature
 from exchange.webhooks.targets import CheckedBackend, TargetRefused
 from platform_site.database import direct_connect_async
@@ -46,63 +50,9 @@ POLL_SECONDS = 1.0
 REFRESH_SECONDS = 10.0  # the enabled webhooks are read again this often (and on a change)
 MAX_IN_FLIGHT = 1000  # requests one deliverer has in flight, over all endpoints
 CLAIM_WEBHOOKS = 200  # endpoints one claim serves at most
-BREAKER_PAUSE_SECONDS = 5  # an open breaker's first pause; it doubles with each failed probe
-BREAKER_MAX_PAUSE_SECONDS = 300
-RETRY_AFTER_MAX_SECONDS = 3600
 ERROR_BYTES = 200  # of an error answer, kept in the log
 READ_BYTES = 64 * 1024  # of an answer, read before the connection is dropped
 USER_AGENT = b"exchange-platform-webhooks/1"
-
-
-@dataclass(frozen=True)
-class Push:
-    """A claimed message and where it goes."""
-
-    adapter_id: int
-    url: str
-    keys: tuple[bytes, ...]
-    message_id: str
-    lease_token: str
-    attempt: int
-    body: bytes
-
-
-@dataclass(frozen=True)
-class Outcome:
-    push: Push
-    at: datetime
-    status: int | None
-    outcome: str  # delivered, failed, timeout, refused
-    latency_ms: int
-    error: str
-    delay: float  # seconds until the next attempt; negative: the schedule ran out
-    gone: bool  # a 410: the endpoint asks to be disabled
-
-
-def retry_delay(attempt: int, status: int | None, retry_after: str | None) -> float:
-    """Seconds until attempt ``attempt`` + 1, or -1 when there is none (dead-lettered)."""
-    schedule = settings.EXCHANGE_WEBHOOK_RETRY_SCHEDULE
-    if attempt > len(schedule):
-        return -1
-    if status in (429, 503) and retry_after is not None:
-        asked = retry_after_seconds(retry_after)
-        if asked is not None:
-            return min(asked, RETRY_AFTER_MAX_SECONDS)
-    return schedule[attempt - 1]
-
-
-def retry_after_seconds(value: str) -> float | None:
-    """Retry-After as seconds: a number of them, or an HTTP date."""
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max((when - timezone.now()).total_seconds(), 0.0)
 
 
 @lru_cache(maxsize=4096)
@@ -370,9 +320,9 @@ class Deliverer:
         async with connection.transaction():
             await connection.execute(
                 webhook_queries.SETTLE,
-                {**_settle_parameters(outcomes), "deliverer": webhook_queries.DELIVERER},
+                {**settle_parameters(outcomes), "deliverer": webhook_queries.DELIVERER},
             )
-            cursor = await connection.execute(webhook_queries.HEALTH, _health_parameters(outcomes))
+            cursor = await connection.execute(webhook_queries.HEALTH, health_parameters(outcomes))
             disabled = [(row[0], row[1]) for row in await cursor.fetchall() if row[1]]
         for adapter_id, reason in disabled:
             logger.warning("Webhook of adapter %s disabled: %s", adapter_id, reason)
@@ -394,44 +344,6 @@ def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
         if key.lower() == name:
             return value.decode("latin-1")
     return None
-
-
-def _settle_parameters(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
-    return {
-        "ids": [o.push.message_id for o in outcomes],
-        "tokens": [o.push.lease_token for o in outcomes],
-        "delays": [o.delay for o in outcomes],
-        "adapters": [o.push.adapter_id for o in outcomes],
-        "attempts": [o.push.attempt for o in outcomes],
-        "at": [o.at for o in outcomes],
-        "statuses": [o.status for o in outcomes],
-        "outcomes": [o.outcome for o in outcomes],
-        "latencies": [o.latency_ms for o in outcomes],
-        "errors": [o.error for o in outcomes],
-    }
-
-
-def _health_parameters(outcomes: Sequence[Outcome]) -> dict[str, Any]:
-    """Per endpoint, in the order of its outcomes: whether one succeeded, the failures after the
-    last success (or all of them), whether one was a 410."""
-    health: dict[int, list[Any]] = {}  # adapter: [succeeded, failures, gone]
-    for outcome in sorted(outcomes, key=lambda o: o.at):
-        entry = health.setdefault(outcome.push.adapter_id, [False, 0, False])
-        if outcome.outcome == "delivered":
-            entry[0], entry[1] = True, 0
-        else:
-            entry[1] += 1
-        entry[2] = entry[2] or outcome.gone
-    return {
-        "adapters": list(health),
-        "succeeded": [entry[0] for entry in health.values()],
-        "failures": [entry[1] for entry in health.values()],
-        "gone": [entry[2] for entry in health.values()],
-        "breaker": settings.EXCHANGE_WEBHOOK_BREAKER_FAILURES,
-        "pause": BREAKER_PAUSE_SECONDS,
-        "max_pause": BREAKER_MAX_PAUSE_SECONDS,
-        "disable_days": settings.EXCHANGE_WEBHOOK_DISABLE_AFTER_DAYS,
-    }
 
 
 def _tell_owner(adapter_id: int, reason: str) -> None:

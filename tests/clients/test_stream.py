@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from exchange_client import (
+    Conflict,
     ExchangeClient,
     Message,
     MessageStream,
@@ -213,6 +214,34 @@ def test_a_stream_raises_stream_replaced_once_another_opens_with_its_device_id_w
         (ids[1], True),
     ]
     assert waiting(stack_database, adapter) == (0, 0)
+
+
+def test_a_stream_ends_with_conflict_when_the_owner_turns_a_webhook_on_and_receives_refuse(
+    gunicorn: Gunicorn, stack_database: StackDatabase, owner: Owner
+) -> None:
+    adapter = owner.create_adapter("stream-webhook")
+    stock(stack_database, adapter, 1)
+    hook = f"/api/users/adapters/{adapter.adapter_id}/webhook"
+
+    with (
+        client_for(gunicorn.base_url, adapter, "stream-webhook-1") as client,
+        client.stream(lease=LONG_LEASE) as opened,
+    ):
+        reading = Reading(opened)
+        reading.wait_for(1, "the queued message")
+        client.release(reading.messages)
+        # A public name that resolves nowhere: the server's deliverer fails and retries later.
+        answer = owner.http.put(hook, json={"url": "https://hooks.example.invalid/exchange"})
+        assert answer.status_code == 200, answer.text
+        wait_until(lambda: not reading.thread.is_alive(), timeout=30, what="the stream's end")
+        with pytest.raises(Conflict) as refused:
+            client.receive()
+
+    assert isinstance(reading.error, Conflict)
+    assert (reading.error.status, reading.error.code) == (None, "WEBHOOK_ACTIVE")
+    assert (reading.events[-1].event, reading.events[-1].code) == ("end", "WEBHOOK_ACTIVE")
+    assert (refused.value.status, refused.value.code) == (409, "WEBHOOK_ACTIVE")
+    assert owner.http.delete(hook).status_code == 200
 
 
 def test_consume_on_the_stream_handles_and_acks_every_message_once_without_a_receive(

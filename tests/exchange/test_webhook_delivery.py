@@ -21,12 +21,14 @@ import standardwebhooks
 from django.core import mail
 from django.db import connection
 from django.utils import timezone
+from exchange_client import webhooks
 
 from accounts.models import OutboxMessage, User
 from exchange.models import DeadLetter, DeliveryLog, Message, Webhook, WebhookAttempt
 from exchange.services.sending import message_send
 from exchange.services.webhooks import webhook_put, webhook_secret_rotate
-from exchange.webhooks.delivery import Deliverer, Outcome
+from exchange.webhooks.delivery import Deliverer
+from exchange.webhooks.outcomes import Outcome
 from platform_site.database import direct_connect_async
 from tests.conftest import ApiClient
 from tests.factories import AdapterFactory
@@ -521,3 +523,36 @@ def test_deliverers_running_together_post_each_message_once(
     assert not Message.objects.exists()
     assert json.loads(endpoint.received[0].body)["type"] == "order.created"
     assert DeliveryLog.objects.filter(message_id__in=[uuid.UUID(i) for i in sent]).count() == 120
+
+
+def test_the_clients_verifier_takes_a_delivery_and_refuses_what_is_not_one(
+    endpoint: Receiver, adapter: User, crm: User, settings: Any
+) -> None:
+    settings.EXCHANGE_WEBHOOK_SECRET_OVERLAP_SECONDS = 3600
+    old = hooked(adapter, endpoint.url)
+    new = webhook_secret_rotate(adapter=adapter)
+    [message_id] = send(crm, adapter)
+    deliver()
+    [request] = endpoint.received
+
+    for secret in (old, new):
+        message = webhooks.verify(secret, request.headers, request.body)
+        assert (message.message_id, message.type, message.sender) == (
+            message_id,
+            "order.created",
+            crm.pk,
+        )
+    assert webhooks.verify(new, request.headers, request.body.decode()).payload == {"n": 0}
+    other = "whsec_" + base64.b64encode(b"k" * 32).decode()
+    stale = {**request.headers, "webhook-timestamp": str(int(time.time()) - 301)}
+    missing = {k: v for k, v in request.headers.items() if k != "webhook-signature"}
+    for secret, headers, body in [
+        (other, request.headers, request.body),
+        (new, request.headers, request.body.replace(b"created", b"deleted")),
+        (new, stale, request.body),
+        (new, missing, request.body),
+        (new, {**request.headers, "webhook-timestamp": "soon"}, request.body),
+        ("whsec_not base64!", request.headers, request.body),
+    ]:
+        with pytest.raises(webhooks.WebhookVerificationError):
+            webhooks.verify(secret, headers, body)

@@ -66,7 +66,10 @@ class NotFound(ExchangeError):
 
 
 class Conflict(ExchangeError):
-    """409: ``IDEMPOTENCY_KEY_REUSED`` (the same key with a different message)."""
+    """409: ``IDEMPOTENCY_KEY_REUSED`` (the same key with a different message), ``STREAM_OPEN``
+    (a receive from a device whose stream is open), ``WEBHOOK_ACTIVE`` (the adapter's messages
+    are pushed to its webhook: a receive, or a stream's end, says so; the owner turns the webhook
+    off to receive them again)."""
 
 
 class PayloadTooLarge(ExchangeError):

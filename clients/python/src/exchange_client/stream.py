@@ -8,7 +8,8 @@
 - Before it closes the stream, the platform says why in an event ``end``: ``TOKEN_EXPIRED``
   (refresh, reconnect), ``TOKEN_REVOKED`` (sign in again, reconnect), ``SHUTDOWN`` (reconnect
   after the retry policy's back-off), ``REPLACED`` (another stream opened with this device id:
-  StreamReplaced, no reconnection).
+  StreamReplaced, no reconnection), ``WEBHOOK_ACTIVE`` (the adapter's messages are pushed to its
+  webhook: Conflict, no reconnection).
 - A connection that drops is opened again under the retry policy (back-off, jitter); once
   connections have failed for the policy's ``give_up_after`` in a row, Unavailable.
 - What a stream delivered and nobody settled comes back at once, ``redelivered``, to the same
@@ -30,6 +31,7 @@ from typing import Any, NamedTuple
 import httpx
 
 from exchange_client.errors import (
+    Conflict,
     ExchangeError,
     StreamReplaced,
     StreamUnsupported,
@@ -256,6 +258,8 @@ class MessageStream:
                 continue
             if end is not None and code == "REPLACED":
                 raise StreamReplaced(None, "REPLACED", str(end.data.get("detail") or ""), end.data)
+            if end is not None and code == "WEBHOOK_ACTIVE":
+                raise Conflict(None, "WEBHOOK_ACTIVE", str(end.data.get("detail") or ""), end.data)
             if self._delivered:  # the connection carried something: failures count anew
                 attempt, failing, self._delivered = 0, None, False
             attempt += 1
