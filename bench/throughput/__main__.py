@@ -34,6 +34,7 @@ from bench.throughput.servers import (
     sign_in,
 )
 from bench.throughput.stream_figures import push
+from bench.throughput.webhook_figures import webhooks
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -46,9 +47,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, help="seconds measured per throughput figure")
     parser.add_argument(
         "--only",
-        default="abcdefghijk",
-        help="phases to run, e.g. 'ab' (default: all of abcdefghijk; i, j and k's second half "
-        "measure push streams)",
+        default="abcdefghijkl",
+        help="phases to run, e.g. 'ab' (default: all of abcdefghijkl; i, j and k's second half "
+        "measure push streams, l webhooks beside them)",
     )
     parser.add_argument(
         "--profile",
@@ -123,7 +124,13 @@ def main(argv: list[str] | None = None) -> int:
         log("starting gunicorn")
         # (g) sends without consumers, and RabbitMQ's queue has no bound: the API's bound
         # (100,000 waiting per recipient by default) must not refuse a send during the run.
-        server = server_start(database_url, workdir, EXCHANGE_MAX_QUEUE_DEPTH="100000000")
+        # (l)'s webhooks reach a receiver on loopback, which production's servers refuse.
+        server = server_start(
+            database_url,
+            workdir,
+            EXCHANGE_MAX_QUEUE_DEPTH="100000000",
+            EXCHANGE_WEBHOOK_ALLOW_PRIVATE="true",
+        )
         cleanup.callback(server.stop)
         consumers = [sign_in(server.base_url, p, f"bench-{n}") for n, p in enumerate(consumers_p)]
         script = workdir / "exchange.lua"
@@ -144,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         measure(bench, phases)
         compare(bench, phases)
         push(bench, phases)
+        webhooks(bench, phases)
 
     setting = Setting(
         node=platform.node(),

@@ -163,6 +163,8 @@ def one_at_a_time(bench: Bench) -> None:
     )
     bench.notes += log_note("(i)", log_since(bench.server, offset))
     bench.rows += handlers_rows(consumers, ours, theirs)
+    bench.values["(i)"] = ours.per_second(ours.acked)  # (l) is set beside them
+    bench.values["(i)cpu"] = server_cpu_per_message(ours, rabbit=False)
 
 
 def server_cpu_per_message(flow: Flow, *, rabbit: bool) -> float:
@@ -248,6 +250,7 @@ def stream_latency(bench: Bench) -> None:
         f"{len(streams)} streams"
     )
     p50, p99 = percentile(ours.latencies_ms, 0.5), percentile(ours.latencies_ms, 0.99)
+    bench.values["(j)p50"] = p50
     d50, d99 = bench.values.get("(d)p50"), bench.values.get("(d)p99")
     bench.rows.append(
         Row(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -34,6 +34,7 @@ from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
 from exchange.services.sending import message_send
+from exchange.web.webhook_cards import SHOWN_ONCE, WebhookForm, webhook_cards
 from platform_site.errors import ApplicationError, ValidationFailed
 
 RECENT = 20
@@ -46,28 +47,41 @@ def _owner(request: HttpRequest) -> User:
     return user
 
 
-def _bus(request: HttpRequest, create_form: AdapterCreateForm) -> HttpResponse:
+def bus_render(
+    request: HttpRequest,
+    create_form: AdapterCreateForm | None = None,
+    webhook_forms: Mapping[int, WebhookForm] | None = None,
+) -> HttpResponse:
+    """/bus, with a form sent back with its errors: the new adapter's, or an adapter's webhook
+    URL (``webhook_forms``, by adapter)."""
     owner = _owner(request)
     summaries = adapters_for_owner(owner=owner)
     ids = [summary.adapter.pk for summary in summaries]
-    return render(
+    webhooks = webhook_cards(ids, webhook_forms)
+    # Popped: the password, or the webhook's secret, is on this one page view and nowhere else.
+    credentials = request.session.pop(CREDENTIALS_KEY, None)
+    webhook_secret = request.session.pop(SHOWN_ONCE, None)
+    response = render(
         request,
         "cabinet/bus.html",
         {
-            "summaries": summaries,
-            "create_form": create_form,
-            # Popped: the password is on this one page view and nowhere else.
-            "credentials": request.session.pop(CREDENTIALS_KEY, None),
+            "adapters": [(summary, webhooks[summary.adapter.pk]) for summary in summaries],
+            "create_form": create_form or AdapterCreateForm(),
+            "credentials": credentials,
+            "webhook_secret": webhook_secret,
             "recent": messages_recent(recipient_ids=ids, limit=RECENT),
             "queue_limit": settings.EXCHANGE_MAX_QUEUE_DEPTH,
             "dead_letters": dead_letters_recent(recipient_ids=ids, limit=RECENT),
         },
     )
+    if credentials or webhook_secret:
+        response["Cache-Control"] = "no-store"  # no copy of the secret in any cache
+    return response
 
 
 @login_required(login_url="/login")
 def bus_page(request: HttpRequest) -> HttpResponse:
-    return _bus(request, AdapterCreateForm())
+    return bus_render(request)
 
 
 @login_required(login_url="/login")
@@ -91,7 +105,7 @@ def adapter_create_page(request: HttpRequest) -> HttpResponse:
                 "password": credentials.password,
             }
             return redirect("/bus")
-    return _bus(request, form)
+    return bus_render(request, form)
 
 
 def _sender(request: HttpRequest) -> int | None:

@@ -32,7 +32,19 @@ SECRETS = {
     "POSTGRES_PASSWORD": "0123456789abcdef",
     "RABBITMQ_DEFAULT_PASS": "fedcba9876543210",
 }
-SERVICES = {"db", "broker", "redis", "migrate", "backend", "worker", "beat", "frontend"}
+SERVICES = {
+    "db",
+    "broker",
+    "redis",
+    "migrate",
+    "backend",
+    "worker",
+    "beat",
+    "webhooks",
+    "frontend",
+}
+# The services that run the platform's image.
+APP_SERVICES = ("migrate", "backend", "worker", "beat", "webhooks")
 
 
 def compose_binary() -> Path:
@@ -218,7 +230,7 @@ def test_start_order_uses_health_conditions(config: dict[str, Any]) -> None:
             assert rule["condition"] in allowed, (name, dependency)
             if rule["condition"] == "service_healthy":
                 assert not services[dependency]["healthcheck"].get("disable"), dependency
-    for name in ("backend", "worker", "beat"):
+    for name in ("backend", "worker", "beat", "webhooks"):
         depends = services[name]["depends_on"]
         assert depends["db"]["condition"] == "service_healthy", name
         assert depends["broker"]["condition"] == "service_healthy", name
@@ -233,7 +245,7 @@ def test_migrations_run_once_in_the_migrate_service(config: dict[str, Any]) -> N
     migrate = services["migrate"]
     assert migrate["command"] == ["python", "manage.py", "migrate", "--no-input"]
     assert migrate["restart"] == "no"
-    for name in ("backend", "worker", "beat"):
+    for name in APP_SERVICES[1:]:
         assert "migrate" not in " ".join(services[name]["command"]), name
     entrypoint = (ROOT / "deploy" / "entrypoint.sh").read_text()
     assert "migrate" not in re.sub(r"#.*", "", entrypoint)
@@ -250,8 +262,12 @@ def test_app_services_run_the_right_commands(config: dict[str, Any]) -> None:
     assert any(schedule.startswith(v["target"] + "/") for v in mounts), (schedule, mounts)
     # Exactly one beat.
     assert beat.get("deploy", {}).get("replicas", 1) == 1
+    # The webhooks are delivered by their own service, not by the backend's processes.
+    assert services["webhooks"]["command"][:3] == ["python", "manage.py", "deliver_webhooks"]
+    for name in APP_SERVICES:
+        assert services[name]["environment"]["EXCHANGE_WEBHOOK_DELIVERY_SEPARATE"] == "true"
     # One image for every app service.
-    images = {services[name]["image"] for name in ("migrate", "backend", "worker", "beat")}
+    images = {services[name]["image"] for name in APP_SERVICES}
     assert len(images) == 1
 
 
@@ -269,7 +285,7 @@ def test_only_the_frontend_publishes_ports(config: dict[str, Any]) -> None:
 
 def test_secrets_come_from_the_env_file(config: dict[str, Any], env_file: Path) -> None:
     services = config["services"]
-    for name in ("migrate", "backend", "worker", "beat"):
+    for name in APP_SERVICES:
         environment = services[name]["environment"]
         assert environment["SECRET_KEY"] == SECRETS["SECRET_KEY"], name
         assert environment["JWT_SIGNING_KEY"] == SECRETS["JWT_SIGNING_KEY"], name

@@ -39,8 +39,9 @@ COMPOSE_SERVICE_OF = {
     "platform-worker": "worker",
     "platform-beat": "beat",
     "platform-migrate": "migrate",
+    "platform-webhooks": "webhooks",
 }
-DATA_CLIENTS = {"api", "worker", "beat", "migrate"}
+DATA_CLIENTS = {"api", "worker", "beat", "migrate", "webhooks"}
 OWN_COMPONENTS = DATA_CLIENTS | {"nginx"}
 LIVENESS = "/api/actuator/health/liveness"
 READINESS = "/api/actuator/health/readiness"
@@ -197,6 +198,7 @@ def test_dev_runs_the_data_services_and_production_takes_them_from_the_secret() 
         "platform-api",
         "platform-worker",
         "platform-beat",
+        "platform-webhooks",
         "platform-nginx",
     }
 
