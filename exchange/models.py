@@ -131,7 +131,8 @@ class DeadLetter(models.Model):
     first_received_at = models.DateTimeField(null=True, blank=True)
     receive_count = models.IntegerField()
     dead_at = models.DateTimeField(db_default=Now())
-    # MAX_DELIVERIES, or EXPIRED (nobody received it within EXCHANGE_MESSAGE_RETENTION_DAYS).
+    # MAX_DELIVERIES, EXPIRED (nobody received it within EXCHANGE_MESSAGE_RETENTION_DAYS), or
+    # WEBHOOK_FAILED (its webhook's retry schedule ran out).
     reason = models.CharField(max_length=32)
     last_device = models.CharField(max_length=160, null=True, blank=True)  # noqa: DJ001
 

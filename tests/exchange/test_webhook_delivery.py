@@ -9,6 +9,10 @@ import base64
 import hashlib
 import hmac
 import json
+import os
+import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import standardwebhooks
 from django.core import mail
@@ -30,9 +35,12 @@ from exchange.services.webhooks import webhook_put, webhook_secret_rotate
 from exchange.webhooks.delivery import Deliverer
 from exchange.webhooks.outcomes import Outcome
 from platform_site.database import direct_connect_async
+from platform_site.embedded import free_port
 from tests.conftest import ApiClient
+from tests.exchange.test_adapters_guide import runnable, with_the_client_installed
 from tests.factories import AdapterFactory
 from tests.receivers import Answer, Receiver, receiver, tls_for_localhost
+from tests.stack.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -98,6 +106,11 @@ def clock_forward(seconds: float) -> None:
                    previous_secret_until = previous_secret_until - make_interval(secs => %(s)s)""",
             {"s": seconds},
         )
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def paused(adapter: User) -> bool:
@@ -556,3 +569,33 @@ def test_the_clients_verifier_takes_a_delivery_and_refuses_what_is_not_one(
     ]:
         with pytest.raises(webhooks.WebhookVerificationError):
             webhooks.verify(secret, headers, body)
+
+
+def test_the_guides_receiver_takes_deliveries_and_refuses_forgeries(
+    tmp_path: Path, adapter: User, crm: User
+) -> None:
+    script = tmp_path / "receiver.py"
+    script.write_text(runnable("webhook-receiver", "python"))
+    port = free_port()
+    secret = hooked(adapter, f"http://127.0.0.1:{port}/exchange")
+    env = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "WEBHOOK_SECRET": secret}
+    env = with_the_client_installed({**env, "PORT": str(port)})
+    process = subprocess.Popen(
+        [sys.executable, str(script)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        wait_until(lambda: port_open(port), timeout=15, what="the guide's receiver")
+        [message_id] = send(crm, adapter)
+        [outcome] = deliver()
+        forged = httpx.post(
+            f"http://127.0.0.1:{port}/exchange",
+            content=b"{}",
+            headers={"webhook-id": "x", "webhook-timestamp": str(int(time.time()))},
+        )
+    finally:
+        process.terminate()
+        printed, _ = process.communicate(timeout=10)
+
+    assert (outcome.outcome, outcome.status) == ("delivered", 204)
+    assert forged.status_code == 400
+    assert printed.splitlines() == [f"{message_id} order.created {{'n': 0}}"]
