@@ -93,7 +93,11 @@ def spectacular_settings(version: str) -> dict[str, Any]:
         # A PATCH body keeps its required fields (PATCH /api/users/adapters/{id} needs "active"):
         # the Patched* components would drop them.
         "COMPONENT_SPLIT_PATCH": False,
-        "ENUM_NAME_OVERRIDES": {"SendBatchStatusEnum": "exchange.api.serializers.BATCH_STATUSES"},
+        "ENUM_NAME_OVERRIDES": {
+            "SendBatchStatusEnum": "exchange.api.serializers.BATCH_STATUSES",
+            "WebhookDisabledReasonEnum": "exchange.api.webhooks.DISABLED_REASONS",
+            "WebhookOutcomeEnum": "exchange.api.webhooks.OUTCOMES",
+        },
         "POSTPROCESSING_HOOKS": [
             "drf_spectacular.hooks.postprocess_schema_enums",
             "platform_site.serializers.openapi_request_bodies_closed",

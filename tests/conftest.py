@@ -70,6 +70,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from platform_site.celery import app
 
     app.conf.task_always_eager = True
+    # The live server's processes deliver no webhooks: the tests that push run a deliverer of
+    # their own, one round at a time (tests/exchange/test_webhook_delivery.py); that deploy/serve
+    # delivers by itself is tests/stack/test_webhooks.py's.
+    settings.EXCHANGE_WEBHOOK_DELIVERY_SEPARATE = True
     # Outermost, so that it sees each answer as the client gets it (tests/problem_answers.py).
     settings.MIDDLEWARE = ["tests.problem_answers.AnswerRecorder", *settings.MIDDLEWARE]
 

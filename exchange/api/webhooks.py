@@ -29,6 +29,9 @@ from platform_site.openapi import answers
 from platform_site.serializers import Input
 from platform_site.timestamps import rfc3339
 
+# Named in the schema by SPECTACULAR_SETTINGS' ENUM_NAME_OVERRIDES (platform_site/wiring.py).
+DISABLED_REASONS = Webhook.DisabledReason.values
+OUTCOMES = WebhookAttempt.Outcome.values
 URL_HELP = (
     "Where the adapter's messages are POSTed: https:// and a public address (unless the "
     "platform sets EXCHANGE_WEBHOOK_ALLOW_PRIVATE)."
@@ -54,7 +57,7 @@ class WebhookOutput(serializers.Serializer[Any]):
     url = serializers.CharField()
     enabled = serializers.BooleanField()
     disabledReason = serializers.ChoiceField(
-        choices=Webhook.DisabledReason.values,
+        choices=DISABLED_REASONS,
         allow_null=True,
         help_text="Why the platform turned it off: GONE (the endpoint answered 410), FAILING "
         "(failures without a success for EXCHANGE_WEBHOOK_DISABLE_AFTER_DAYS); null otherwise.",
@@ -77,7 +80,7 @@ class WebhookAttemptOutput(serializers.Serializer[Any]):
     attempt = serializers.IntegerField(help_text="Counted from 1 for each message.")
     at = serializers.DateTimeField()
     status = serializers.IntegerField(allow_null=True, help_text="The HTTP status, if any came.")
-    outcome = serializers.ChoiceField(choices=WebhookAttempt.Outcome.values)
+    outcome = serializers.ChoiceField(choices=OUTCOMES)
     latencyMs = serializers.IntegerField()
     error = serializers.CharField(
         help_text="The first 200 bytes of an error answer, or what failed; empty when delivered."
