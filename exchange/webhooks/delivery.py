@@ -290,7 +290,7 @@ class Deliverer:
                 "timeout",
                 f"No answer within {settings.EXCHANGE_WEBHOOK_TIMEOUT_SECONDS} s",
             )
-        except (httpcore.NetworkError, httpcore.ProtocolError, OSError) as failed:
+        except (httpcore.NetworkError, httpcore.ProtocolError, OSError, ValueError) as failed:
             kind = "refused" if _refused(failed) else "failed"
             error = str(failed) or type(failed).__name__
         seconds = time.monotonic() - started

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -38,6 +39,8 @@ def url_problem(url: str, *, allow_private: bool) -> str | None:
     """Why ``url`` cannot be a webhook's endpoint, or None."""
     if len(url) > MAX_URL_LENGTH:
         return f"Ensure this field has no more than {MAX_URL_LENGTH} characters."
+    if not url.isascii():
+        return "Write the URL in ASCII: a name in punycode (xn--...), the path percent-encoded."
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -54,10 +57,15 @@ def url_problem(url: str, *, allow_private: bool) -> str | None:
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
-        return None  # a name: its addresses are checked at each delivery
+        # A name: its addresses are checked at each delivery.
+        return None if _HOST_NAME.fullmatch(host) else "Enter a valid host name."
     if not allow_private and not address_public(address):
         return "The address is private, loopback, link-local or multicast."
     return None
+
+
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+_HOST_NAME = re.compile(rf"(?=.{{1,253}}\.?$){_LABEL}(?:\.{_LABEL})*\.?")
 
 
 class CheckedBackend(httpcore.AsyncNetworkBackend):

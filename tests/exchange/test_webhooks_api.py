@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -13,7 +14,8 @@ from django.utils import timezone
 
 from accounts.factor_secrets import secret_decrypt
 from accounts.models import User
-from exchange.models import Message, Webhook
+from exchange.models import Message, Webhook, WebhookAttempt
+from exchange.tasks import webhook_attempts_expire_task
 from tests.conftest import ApiClient
 from tests.factories import AdapterFactory, UserFactory
 
@@ -219,3 +221,44 @@ def test_the_attempts_log_starts_empty(cabinet: ApiClient, adapter: User) -> Non
 
 def test_an_adapter_cannot_configure_webhooks(consumer: ApiClient, adapter: User) -> None:
     assert consumer.call("put", hook_path(adapter), {"url": HOOK}).status_code == 403
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://a\x00b.example.com/",
+        "https://hooks.example.com/\x00",
+        "https://[::1/x",
+        "https://hooks.example.com:-1/",
+        "https://%00/",
+        "https://" + "\ud800" + ".example.com/",
+        "https://hooks.example.com\\@10.0.0.1/",
+        "https://пример.рф/",  # in punycode it passes: https://xn--e1afmkfd.xn--p1ai/
+        "https://-hooks.example.com/",
+    ],
+)
+def test_malformed_urls_are_refused_not_failed(cabinet: ApiClient, adapter: User, url: str):
+    answer = cabinet.call_text(
+        "put", hook_path(adapter), json.dumps({"url": url}), HTTP_ACCEPT="application/json"
+    )
+
+    assert answer.status_code == 400, answer.content
+
+
+def test_the_log_forgets_attempts_after_its_days(adapter: User, settings: Any) -> None:
+    settings.EXCHANGE_WEBHOOK_LOG_DAYS = 7
+    Webhook.objects.create(adapter=adapter, url=HOOK, secret="v1:x")
+    for days in (8, 6):
+        WebhookAttempt.objects.create(
+            adapter=adapter,
+            message_id=uuid.uuid4(),
+            attempt=1,
+            at=timezone.now() - timedelta(days=days),
+            outcome="delivered",
+            latency_ms=3,
+        )
+
+    assert webhook_attempts_expire_task.delay().get() == 1
+
+    [kept] = WebhookAttempt.objects.all()
+    assert kept.at > timezone.now() - timedelta(days=7)
