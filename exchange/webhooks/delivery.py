@@ -359,11 +359,20 @@ _serving: set[asyncio.Task[None]] = set()
 def deliver_while_serving() -> None:
     """Run a deliverer on the running event loop for as long as it runs (a server process): a
     process that stops abandons its posts under way, whose leases then run out (at least once)."""
-    task = asyncio.get_running_loop().create_task(
-        Deliverer().run(asyncio.Event()), name="webhook-deliverer"
-    )
+    task = asyncio.get_running_loop().create_task(_deliver_forever(), name="webhook-deliverer")
     _serving.add(task)
     task.add_done_callback(_serving.discard)
+
+
+async def _deliver_forever() -> None:
+    """A deliverer, and a new one if it ever fails: a fault of its own must not end the server
+    process's delivery for good."""
+    while True:
+        try:
+            await Deliverer().run(asyncio.Event())
+        except Exception:
+            logger.exception("The webhook deliverer failed; starting another")
+            await asyncio.sleep(POLL_SECONDS)
 
 
 async def _sleep_unless(stopping: asyncio.Event, seconds: float) -> None:
