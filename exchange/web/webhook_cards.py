@@ -34,7 +34,11 @@ URL_PROBLEMS: Final[Mapping[str, Promise]] = {
     f"Ensure this field has no more than {MAX_URL_LENGTH} characters.": _(
         "Enter a URL of at most %(count)s characters."
     ),
+    "Write the URL in ASCII: a name in punycode (xn--...), the path percent-encoded.": _(
+        "Write the URL in ASCII: a name in punycode (xn--…), the path percent-encoded."
+    ),
     "Enter a valid URL.": _("Enter a valid URL."),
+    "Enter a valid host name.": _("Enter a valid host name."),
     "Enter an https:// URL.": _("Enter a URL that begins with https://."),
     "Credentials in the URL are not accepted: authenticate by the signature.": _(
         "Leave the user name and password out of the URL: the endpoint checks each request's "
