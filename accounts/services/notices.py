@@ -119,8 +119,8 @@ ADVICE = _(
     "two-factor sign-in on the Security page; if you cannot sign in, contact your administrator."
 )
 ADVICE_WEBHOOK = _(
-    "Check the endpoint and the webhook's delivery log on the Bus page, then turn the webhook on "
-    "again there."
+    "Check the endpoint and the webhook's delivery log on the Adapters page, then turn the "
+    "webhook on again there."
 )
 ADVICE_LOCKED = _(
     "If these attempts were not yours, someone may know your password: once the lock ends, or "
