@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.test import Client
 from django.utils import translation
 
@@ -18,31 +17,10 @@ from accounts.web.sentences import ADAPTER_ACTIONS, ROUTE_GRANT, ROUTE_WITHDRAW,
 from exchange.errors import IdempotencyKeyReused
 from exchange.models import Route
 from platform_site.settings import redis_caches
-from tests.factories import DEFAULT_PASSWORD, AdapterFactory
 
 pytestmark = pytest.mark.django_db
 
 NOBODY = "redis://127.0.0.1:1/0"  # a Redis that does not answer: nothing listens there
-
-
-@pytest.fixture(autouse=True)
-def _english_afterwards() -> Any:
-    # LocaleMiddleware leaves the request's language active in the thread: put English back.
-    yield
-    translation.activate(settings.LANGUAGE_CODE)
-
-
-@pytest.fixture
-def browser(person: User) -> Client:
-    client = Client()
-    signed_in = client.post("/login", {"login": person.email, "password": DEFAULT_PASSWORD})
-    assert signed_in["Location"] == "/bus"
-    return client
-
-
-@pytest.fixture
-def mine(person: User) -> User:
-    return AdapterFactory.create(username="billing", owner=person)
 
 
 def errors_shown(page: Any) -> list[str]:

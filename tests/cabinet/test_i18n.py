@@ -26,14 +26,6 @@ MO = PO.with_suffix(".mo")
 PASSWORD = "a-long-and-unusual-passphrase"
 
 
-@pytest.fixture(autouse=True)
-def _english_afterwards() -> Any:
-    # LocaleMiddleware leaves the request's language active in the thread: put English back, so
-    # no later test runs in Russian.
-    yield
-    translation.activate(settings.LANGUAGE_CODE)
-
-
 def text(response: Any) -> str:
     return re.sub(r"\s+", " ", response.content.decode())
 

@@ -32,13 +32,6 @@ def sign_in(client: Client, login: str, password: str = DEFAULT_PASSWORD) -> Any
     return client.post("/login", {"login": login, "password": password})
 
 
-@pytest.fixture
-def browser(person: User) -> Client:
-    client = Client()
-    assert sign_in(client, person.email)["Location"] == "/bus"
-    return client
-
-
 def text(response: Any) -> str:
     return re.sub(r"\s+", " ", response.content.decode())
 

@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -25,32 +24,12 @@ from accounts.models import User
 from exchange.models import Message, Webhook, WebhookAttempt
 from exchange.web.webhook_cards import LOG_SHOWN, URL_PROBLEMS, url_problem_sentence
 from exchange.webhooks import targets
-from tests.factories import DEFAULT_PASSWORD, AdapterFactory
+from tests.factories import AdapterFactory
 
 pytestmark = pytest.mark.django_db
 
 HOOK = "https://hooks.example.com/billing"
 NONE = "\N{EN DASH}"  # what an empty cell shows
-
-
-@pytest.fixture(autouse=True)
-def _english_afterwards() -> Any:
-    # LocaleMiddleware leaves the request's language active in the thread: put English back.
-    yield
-    translation.activate(settings.LANGUAGE_CODE)
-
-
-@pytest.fixture
-def browser(person: User) -> Client:
-    client = Client()
-    signed_in = client.post("/login", {"login": person.email, "password": DEFAULT_PASSWORD})
-    assert signed_in["Location"] == "/bus"
-    return client
-
-
-@pytest.fixture
-def mine(person: User) -> User:
-    return AdapterFactory.create(username="billing", owner=person)
 
 
 def text(response: Any) -> str:
