@@ -19,7 +19,8 @@ DELIVERER = "webhook"
 # them now is left to it), with what signing needs. The second, in a snapshot of its own that sees
 # every claim committed before the lock was taken, counts what each endpoint has in flight and
 # claims what its room allows, oldest first: EXCHANGE_WEBHOOK_CONCURRENCY, or one probe while its
-# breaker is half-open. So two processes never together exceed an endpoint's room.
+# breaker is half-open. So two processes never together exceed an endpoint's room. The endpoints
+# come in random order: when more have work than one claim serves, none waits behind the others.
 CLAIM_WEBHOOKS = """
 SELECT w.adapter_id, w.url, w.secret, w.previous_secret, w.previous_secret_until,
        w.consecutive_failures >= %(breaker)s
@@ -31,6 +32,7 @@ WHERE w.enabled
       SELECT 1 FROM exchange_message m
       WHERE m.recipient_id = w.adapter_id AND m.visible_at <= statement_timestamp()
   )
+ORDER BY random()
 LIMIT %(webhooks)s
 FOR NO KEY UPDATE OF w SKIP LOCKED
 """
