@@ -1,6 +1,6 @@
 """The exchange benchmark: one run, one table.
 
-    .venv/bin/python -m bench.throughput [--quick] [--only abcdefghijk] [--duration S] ...
+    .venv/bin/python -m bench.throughput [--quick] [--only abcdefghijkl] [--duration S] ...
 
 It builds a database of its own (``exchange_bench``, or ``--database``'s name: on the server of
 DATABASE_URL when that is set, on the embedded PostgreSQL otherwise; dropped and created anew on
@@ -18,6 +18,9 @@ sending, receiving and acknowledging at once, the API beside the machine's Rabbi
 ``stream_figures``: (i) one-at-a-time handlers on streams with the adapters' client against
 RabbitMQ's basic_consume, on queues filled before each turn; (j) a stream's latency at a low rate
 beside RabbitMQ's and (d)'s, and a logout's end of a stream; (k) again with 2,000 streams open.
+Then (l) of ``webhook_figures``: webhooks, the deliverer in the server's processes pushing to a
+receiver on loopback, beside the streams: delivered messages a second against (i), send ->
+endpoint latency against (j), and a fast endpoint alone and beside one that answers after 5 s.
 
 HTTP load comes from wrk (C, one connection per thread) with a Lua script that ACKs what each
 receive returned, so the client takes little of the machine's CPU; the latency figures (d, f) come
@@ -33,6 +36,7 @@ figure measured into a row), ``flow`` (the producer and consumer processes of (g
 ``api`` and ``rabbitmq`` (their loops on each side), ``comparison`` ((g) and (h) into rows),
 ``events`` (a stream's events read off the wire), ``stream_handlers`` ((i)'s workers on each
 side), ``stream_latency`` ((j)), ``streams_held`` ((k)'s thousands of streams),
-``stream_figures`` ((i), (j) and (k)'s streams into rows), ``profiling`` (py-spy,
-``--profile``), ``report`` (the table).
+``stream_figures`` ((i), (j) and (k)'s streams into rows), ``webhook_receiver`` ((l)'s
+endpoints), ``webhook_runs`` ((l)'s turns against them), ``webhook_figures`` ((l) into rows),
+``profiling`` (py-spy, ``--profile``), ``report`` (the table).
 """

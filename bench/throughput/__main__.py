@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         quick=args.quick,
         rabbitmq=rabbitmq,
         producers=plan.producers if phases & set("gh") else 0,
+        webhooks="l" in phases,
     )
     profiles = []
     if args.profile is not None:

@@ -73,6 +73,7 @@ class Setting:
     quick: bool
     rabbitmq: str = ""  # the broker of (g) to (j), and its queue
     producers: int = 0  # of (g) and (h), and as many consumers in (h)
+    webhooks: bool = False  # (l) ran
 
 
 def report(setting: Setting, rows: list[Row], notes: list[str], profiles: list[str]) -> str:
@@ -102,6 +103,11 @@ def report(setting: Setting, rows: list[Row], notes: list[str], profiles: list[s
             f"(g) and (h): {setting.producers} producers (and in (h) {setting.producers} "
             "consumers) per side, Python processes: http.client against the API, py-amqp "
             f"against {setting.rabbitmq}; the four figures of each in rotation"
+        )
+    if setting.webhooks:
+        lines.append(
+            "(l): the webhook deliverer in the server's processes (EXCHANGE_WEBHOOK_ALLOW_PRIVATE="
+            "true), posting to bench.throughput.webhook_receiver on loopback (asyncio, keep-alive)"
         )
     lines += [
         "",
