@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from bench.throughput.figures import Bench
 from bench.throughput.latency import percentile
+from bench.throughput.machine import quiet_wait
 from bench.throughput.report import Row, fmt, log
 from bench.throughput.servers import queue_clear
 from bench.throughput.stream_figures import log_note, log_since, log_size
@@ -58,6 +59,7 @@ def turns_of(
     for turn in range(TURNS):
         bench.settle(key)
         turns.append(delivered_turn(bench, hooks, adapters, f"{tag}-{turn}", fill))
+        turns[-1].before = bench.before[key]
     return turns
 
 
@@ -78,7 +80,10 @@ def turn_notes(key: str, turns: list[Delivered]) -> list[str]:
     notes = []
     for turn in turns:
         per_request = 1e6 * turn.receiver_cpu / max(1, turn.requests)
-        notes.append(f"{key:<8} {turn.cpu.line()}  (client: the receiver)")
+        notes.append(
+            f"{key:<8} {turn.cpu.line()}  (client: the receiver)  [machine {turn.before:.0f}% "
+            "just before]"
+        )
         notes.append(
             " " * 11 + f"{turn.line()}; the receiver {per_request:.0f} µs of CPU per request "
             f"(one core's worth: {1e6 / per_request:,.0f}/s)"
@@ -86,11 +91,11 @@ def turn_notes(key: str, turns: list[Delivered]) -> list[str]:
     return notes
 
 
-def latency_note(key: str, pushed: Pushed) -> str:
+def latency_note(key: str, pushed: Pushed, before: float) -> str:
     return (
         f"{key:<8} {pushed.cpu.line()}  (client: the receiver; send call p50 "
         f"{percentile(pushed.send_ms, 0.5):.1f} ms; not delivered {pushed.missing}; errors "
-        f"{dict(pushed.errors) or 0})"
+        f"{dict(pushed.errors) or 0})  [machine {before:.0f}% just before]"
     )
 
 
@@ -135,7 +140,7 @@ def webhooks(bench: Bench, phases: set[str]) -> None:
         bench.notes += turn_notes("(l)", many)
         bench.settle("(l)lat")
         pushed = pushed_run(bench, hooks, fast, "l-latency")
-        bench.notes.append(latency_note("(l)lat", pushed))
+        bench.notes.append(latency_note("(l)lat", pushed, bench.before["(l)lat"]))
         alone, beside, pending, slow_posts = slow_beside_fast(bench, hooks)
     bench.notes += log_note("(l)", log_since(bench.server, offset))
     bench.rows += throughput_rows(bench, many) + latency_rows(bench, pushed)
@@ -158,16 +163,18 @@ def slow_beside_fast(
         with slow_loaded(bench, hooks, loaded) as slow_pending:
             bench.settle("(l)fast")
             turns[loaded].append(delivered_turn(bench, hooks, fast, f"f-{turn}", fill))
+            turns[loaded][-1].before = bench.before["(l)fast"]
         pending += slow_pending
-    latencies = {}
+    latencies, before = {}, {}
     for loaded in (False, True):
         with slow_loaded(bench, hooks, loaded) as slow_pending:
+            before[loaded] = quiet_wait(bench.quiet_limit)
             latencies[loaded] = pushed_run(bench, hooks, fast, f"f-latency-{int(loaded)}")
         pending += slow_pending
     slow_posts = int(hooks.receiver.summary(["/slow/s"])["requests"])
     for loaded, key in ((False, "(l)fast"), (True, "(l)f+slow")):
         bench.notes += turn_notes(key, turns[loaded])
-        bench.notes.append(latency_note(key, latencies[loaded]))
+        bench.notes.append(latency_note(key, latencies[loaded], before[loaded]))
     return (turns[False], latencies[False]), (turns[True], latencies[True]), pending, slow_posts
 
 

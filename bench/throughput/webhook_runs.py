@@ -164,6 +164,7 @@ class Delivered:
     attempts: tuple[int, float, int]  # the delivery log's: POSTs, their mean ms, not delivered
     cpu: CpuShare  # its client: the receiver
     receiver_cpu: float  # seconds of its CPU
+    before: float = 0.0  # the machine's CPU just before the turn (Bench.settle), % of a core
 
     def line(self) -> str:
         """With where a message's time goes: an endpoint's room (CONCURRENCY) is taken from its
