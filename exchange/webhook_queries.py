@@ -150,6 +150,9 @@ health AS (
                 WHEN o.succeeded THEN statement_timestamp()
                 ELSE coalesce(w.failing_since, statement_timestamp()) END AS failing_since
     FROM exchange_webhook w JOIN outcome o USING (adapter_id)
+    -- An endpoint that only succeeds, as most do, is neither locked nor written.
+    WHERE o.failures > 0 OR o.gone OR w.consecutive_failures > 0 OR w.failing_since IS NOT NULL
+       OR w.paused_until IS NOT NULL
     ORDER BY w.adapter_id
     FOR NO KEY UPDATE OF w
 ),

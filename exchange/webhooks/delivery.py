@@ -72,12 +72,12 @@ def _ssl_context() -> ssl.SSLContext:
 
 class Deliverer:
     def __init__(self) -> None:
-        self.http = httpcore.AsyncConnectionPool(
-            ssl_context=_ssl_context(),
-            max_connections=MAX_IN_FLIGHT,
-            keepalive_expiry=30,
-            network_backend=CheckedBackend(allow_private=settings.EXCHANGE_WEBHOOK_ALLOW_PRIVATE),
-        )
+        self.ssl_context = _ssl_context()
+        self.network = CheckedBackend(allow_private=settings.EXCHANGE_WEBHOOK_ALLOW_PRIVATE)
+        # A connection pool per endpoint, of its room: httpcore's pool walks all of its
+        # connections at every request's start and end, so one pool for all endpoints cost each
+        # request more the more endpoints were served (docs/performance.md, (l)).
+        self.pools: dict[int, httpcore.AsyncConnectionPool] = {}
         self.in_flight: dict[int, int] = {}  # by adapter: posts this deliverer has under way
         self.outcomes: list[Outcome] = []
         self.woken = asyncio.Event()
@@ -94,6 +94,7 @@ class Deliverer:
             pushes = await self.claim(connection)
             outcomes = list(await asyncio.gather(*(self.post(push) for push in pushes)))
             await self.settle(connection, outcomes)
+        await self._close_pools(set())
         return outcomes
 
     # -- the loop ----------------------------------------------------------------------------------
@@ -119,7 +120,7 @@ class Deliverer:
             self.to_settle.set()
             await settler
             on_stop.cancel()
-            await self.http.aclose()
+            await self._close_pools(set())
 
     async def _claim_loop(
         self, connection: psycopg.AsyncConnection[Any], stop: asyncio.Event
@@ -129,9 +130,11 @@ class Deliverer:
                 cursor = await connection.execute(webhook_queries.ENABLED)
                 self.webhooks = {row[0] for row in await cursor.fetchall()}
                 self.refresh_at = time.monotonic() + REFRESH_SECONDS
+                await self._close_pools(self.webhooks)
             self.woken.clear()
             room = MAX_IN_FLIGHT - sum(self.in_flight.values())
-            pushes = await self.claim(connection, total=room) if room > 0 else []
+            # No webhook enabled: nothing to claim until one is (its "x" notification).
+            pushes = await self.claim(connection, total=room) if room > 0 and self.webhooks else []
             for push in pushes:
                 self.in_flight[push.adapter_id] = self.in_flight.get(push.adapter_id, 0) + 1
                 task = asyncio.create_task(self._post_and_keep(push))
@@ -148,7 +151,9 @@ class Deliverer:
     def _notified(self, recipient_id: int, kind: str) -> None:
         if kind == "*" or (kind == "" and recipient_id in self.webhooks):
             self.woken.set()
-        elif kind == "x":  # a stream opened, or a webhook changed: read them again
+        elif kind == "x" and recipient_id not in self.webhooks:
+            # A webhook may have been enabled (or a stream opened: "x" says either): read the
+            # enabled ones again. One that was turned off needs nothing: claims skip it.
             self.refresh_at = 0.0
             self.woken.set()
 
@@ -156,6 +161,23 @@ class Deliverer:
         await stopping.wait()
         self.woken.set()
         self.to_settle.set()
+
+    def _pool(self, adapter_id: int) -> httpcore.AsyncConnectionPool:
+        pool = self.pools.get(adapter_id)
+        if pool is None:
+            pool = self.pools[adapter_id] = httpcore.AsyncConnectionPool(
+                ssl_context=self.ssl_context,
+                max_connections=settings.EXCHANGE_WEBHOOK_CONCURRENCY,
+                keepalive_expiry=30,
+                network_backend=self.network,
+            )
+        return pool
+
+    async def _close_pools(self, keep: set[int]) -> None:
+        """Close the pools of endpoints not in ``keep`` (their webhooks were turned off) that have
+        nothing in flight."""
+        for adapter_id in [a for a in self.pools if a not in keep and a not in self.in_flight]:
+            await self.pools.pop(adapter_id).aclose()
 
     async def _post_and_keep(self, push: Push) -> None:
         try:
@@ -272,7 +294,7 @@ class Deliverer:
         error = ""
         try:
             async with asyncio.timeout(settings.EXCHANGE_WEBHOOK_TIMEOUT_SECONDS):
-                async with self.http.stream(
+                async with self._pool(push.adapter_id).stream(
                     "POST", push.url, headers=headers, content=push.body
                 ) as response:
                     answer = b""
