@@ -38,8 +38,19 @@ URL_HELP = (
 )
 
 
+# What a JSON Schema pattern can say of a webhook's URL: http(s) and printable ASCII. The rest is
+# url_problem's (https only unless EXCHANGE_WEBHOOK_ALLOW_PRIVATE, a host name or a public
+# address, no credentials): rules of the address and of a setting, not of the string's shape.
+URL_PATTERN = r"^https?://[!-~]+$"
+
+
 class WebhookInput(Input):
-    url = serializers.CharField(max_length=MAX_URL_LENGTH, help_text=URL_HELP)
+    url = serializers.RegexField(
+        URL_PATTERN,
+        max_length=MAX_URL_LENGTH,
+        help_text=URL_HELP,
+        error_messages={"invalid": "Enter an https:// URL in printable ASCII, without spaces."},
+    )
     enabled = serializers.BooleanField(required=False, default=True)
 
 

@@ -107,6 +107,14 @@ UNSTATABLE_RULES = {
     "Header names are 1 to 64 characters.",
     # senderAdapterId equal to the path's adapter_id: a rule between the path and the body.
     "An adapter needs no route to itself.",
+    # A webhook's URL: the schema's pattern says http(s) and printable ASCII; https alone is a
+    # setting's rule (EXCHANGE_WEBHOOK_ALLOW_PRIVATE), the rest the address's: an authority a
+    # URL parser accepts, a host name of DNS labels, no credentials, a public address.
+    "Enter an https:// URL.",
+    "Enter a valid URL.",
+    "Enter a valid host name.",
+    "Credentials in the URL are not accepted: authenticate by the signature.",
+    "The address is private, loopback, link-local or multicast.",
 }
 UNSTATABLE_PREFIXES = ("The password is too similar to the ",)
 CONFIG: dict[str, Any] = {
