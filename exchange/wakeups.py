@@ -14,8 +14,10 @@ every FALLBACK_POLL_SECONDS.
 Push streams (exchange/streams.py) watch their recipient: they hear every notification for it,
 kind by kind: "" a message may have arrived (a send, a release: payload "42"), "s" messages a
 device held were settled (an ACK: credits came free for that device's stream: "s42:d:erp-1"), "x"
-the recipient's streams changed hands (a stream opened: "x42"), and "*" anything may have happened
-(the listener reconnected). Long polls hear only arrivals.
+the recipient's streams changed hands (a stream opened: "x42"), "w" the recipient's webhook changed
+(set up, turned on or off, deleted: "w42"; its streams look again, and the webhook deliverers
+read the enabled webhooks again), and "*" anything may have happened (the listener reconnected).
+Long polls hear only arrivals.
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ class Wakeups:
             watching(0, "*")
 
     def _dispatch(self, payload: str) -> None:
-        kind = payload[:1] if payload[:1] in ("s", "x") else ""
+        kind = payload[:1] if payload[:1] in ("s", "x", "w") else ""
         recipient, _, device_key = payload[len(kind) :].partition(":")
         try:
             recipient_id = int(recipient)

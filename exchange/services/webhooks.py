@@ -3,9 +3,9 @@ is exchange/webhooks/delivery.py.
 
 Enabling a webhook (creating it, turning it on again, pointing it elsewhere) starts afresh: the
 endpoint's health is forgotten, and every message waiting unleased gets a new schedule and is
-pushed at once. Whatever changes tells the adapter's streams and the deliverers (the ``x``
+pushed at once. Whatever changes tells the adapter's streams and the deliverers (the ``w``
 notification, exchange/wakeups.py): a stream of an adapter whose webhook is enabled ends with
-WEBHOOK_ACTIVE.
+WEBHOOK_ACTIVE, and the deliverers read the enabled webhooks again.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ UPDATE exchange_message
 SET push_attempts = 0, visible_at = least(visible_at, statement_timestamp())
 WHERE recipient_id = %(recipient)s AND lease_token IS NULL
 """
-_CHANGED = "SELECT pg_notify('exchange_message', 'x' || %(recipient)s)"
+_CHANGED = "SELECT pg_notify('exchange_message', 'w' || %(recipient)s)"
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ class Deliverer:
                 await self._close_pools(self.webhooks)
             self.woken.clear()
             room = MAX_IN_FLIGHT - sum(self.in_flight.values())
-            # No webhook enabled: nothing to claim until one is (its "x" notification).
+            # No webhook enabled: nothing to claim until one is (its "w" notification).
             pushes = await self.claim(connection, total=room) if room > 0 and self.webhooks else []
             for push in pushes:
                 self.in_flight[push.adapter_id] = self.in_flight.get(push.adapter_id, 0) + 1
@@ -149,12 +149,10 @@ class Deliverer:
                 pass
 
     def _notified(self, recipient_id: int, kind: str) -> None:
-        if kind == "*" or (kind == "" and recipient_id in self.webhooks):
-            self.woken.set()
-        elif kind == "x" and recipient_id not in self.webhooks:
-            # A webhook may have been enabled (or a stream opened: "x" says either): read the
-            # enabled ones again. One that was turned off needs nothing: claims skip it.
+        if kind in ("*", "w"):  # a webhook changed (or the listener reconnected): read them again
             self.refresh_at = 0.0
+            self.woken.set()
+        elif kind == "" and recipient_id in self.webhooks:
             self.woken.set()
 
     async def _wake_on(self, stopping: asyncio.Event) -> None:

@@ -24,7 +24,7 @@ import httpx
 import pytest
 import standardwebhooks
 from django.core import mail
-from django.db import connection
+from django.db import connection, connections
 from django.utils import timezone
 from exchange_client import webhooks
 
@@ -589,3 +589,35 @@ def test_the_guides_receiver_takes_deliveries_and_refuses_forgeries(
     assert (outcome.outcome, outcome.status) == ("delivered", 204)
     assert forged.status_code == 400
     assert printed.splitlines() == [f"{message_id} order.created {{'n': 0}}"]
+
+
+def test_a_running_deliverer_hears_a_webhook_set_up_and_pushes_at_once(
+    endpoint: Receiver, adapter: User, crm: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only the notification can make it read the webhooks again: not the periodic refresh.
+    monkeypatch.setattr("exchange.webhooks.delivery.REFRESH_SECONDS", 3600.0)
+    [message_id] = send(crm, adapter)
+
+    async def run_then_set_up() -> None:
+        stopping = asyncio.Event()
+        deliverer = Deliverer()
+        running = asyncio.create_task(deliverer.run(stopping))
+        await asyncio.to_thread(
+            lambda: wait_until(lambda: deliverer.refresh_at > 0, timeout=15, what="a first read")
+        )
+        assert deliverer.webhooks == set()  # nothing to push yet
+        await asyncio.to_thread(_hooked_in_thread, adapter, endpoint.url)
+        await asyncio.to_thread(endpoint.wait_for, 1, 30)
+        stopping.set()
+        await running
+
+    asyncio.run(run_then_set_up())
+
+    assert [r.headers["webhook-id"] for r in endpoint.received] == [message_id]
+
+
+def _hooked_in_thread(adapter: User, url: str) -> None:
+    try:
+        hooked(adapter, url)
+    finally:
+        connections.close_all()
