@@ -339,14 +339,9 @@ EXCHANGE_STREAM_HEARTBEAT_SECONDS = env_int(
     "EXCHANGE_STREAM_HEARTBEAT_SECONDS", 15, minimum=1, maximum=60
 )
 EXCHANGE_STREAM_MAX_CONNECTIONS = env_int("EXCHANGE_STREAM_MAX_CONNECTIONS", 2000, minimum=0)
-# Webhooks (exchange/webhooks/, docs/exchange.md "Webhooks"): a 2xx within the timeout ACKs; other
-# answers are retried after each delay of the schedule in turn, then dead-lettered; the endpoint
-# is disabled after days of failures without a success; its circuit breaker opens after that
-# many failures in a row; at most that many requests are in flight per endpoint. A rotated
-# secret is still signed with for the overlap. Private, loopback and link-local targets, and
-# plain http, only where ALLOW_PRIVATE (by default in DEBUG, the embedded mode); CA_BUNDLE adds
-# trusted CAs. The server processes deliver too unless DELIVERY_SEPARATE (compose, Kubernetes:
-# `manage.py deliver_webhooks` runs as a service of its own).
+# Webhooks (exchange/webhooks/; each setting in docs/operations.md's table): private targets and
+# plain http only where ALLOW_PRIVATE (by default in DEBUG, the embedded mode); the server's
+# processes deliver unless DELIVERY_SEPARATE (compose, Kubernetes: `manage.py deliver_webhooks`).
 EXCHANGE_WEBHOOK_TIMEOUT_SECONDS = env_int(
     "EXCHANGE_WEBHOOK_TIMEOUT_SECONDS", 15, minimum=1, maximum=60
 )

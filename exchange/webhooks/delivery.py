@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 import time
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 import httpcore
@@ -29,7 +27,6 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from accounts.factor_secrets import secret_decrypt
 from exchange import metrics, webhook_queries
 from exchange.services.webhooks import webhook_disabled_notify
 from exchange.wakeups import wakeups
@@ -40,8 +37,8 @@ from exchange.webhooks.outcomes import (
     retry_delay,
     settle_parameters,
 )
-from exchange.webhooks.signing import secret_key, signature
-from exchange.webhooks.targets import CheckedBackend, TargetRefused
+from exchange.webhooks.signing import signature, signing_keys
+from exchange.webhooks.targets import CheckedBackend, TargetRefused, ssl_context
 from platform_site.database import direct_connect_async
 
 logger = logging.getLogger(__name__)
@@ -55,24 +52,9 @@ READ_BYTES = 64 * 1024  # of an answer, read before the connection is dropped
 USER_AGENT = b"exchange-platform-webhooks/1"
 
 
-@lru_cache(maxsize=4096)
-def _keys(adapter_id: int, *stored: str) -> tuple[bytes, ...]:
-    return tuple(
-        secret_key(secret_decrypt(user_id=adapter_id, stored=secret, purpose="webhook"))
-        for secret in stored
-    )
-
-
-def _ssl_context() -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    if settings.EXCHANGE_WEBHOOK_CA_BUNDLE:
-        context.load_verify_locations(cafile=settings.EXCHANGE_WEBHOOK_CA_BUNDLE)
-    return context
-
-
 class Deliverer:
     def __init__(self) -> None:
-        self.ssl_context = _ssl_context()
+        self.ssl_context = ssl_context()
         self.network = CheckedBackend(allow_private=settings.EXCHANGE_WEBHOOK_ALLOW_PRIVATE)
         # A connection pool per endpoint, of its room: httpcore's pool walks all of its
         # connections at every request's start and end, so one pool for all endpoints cost each
@@ -244,7 +226,7 @@ class Deliverer:
                 probing,
             ) in await cursor.fetchall():
                 valid = [secret] + ([previous] if previous and previous_until > now else [])
-                targets[adapter_id] = (url, _keys(adapter_id, *valid), probing)
+                targets[adapter_id] = (url, signing_keys(adapter_id, *valid), probing)
             if not targets:
                 return []
             cursor = await connection.execute(

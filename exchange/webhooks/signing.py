@@ -13,6 +13,9 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Sequence
+from functools import lru_cache
+
+from accounts.factor_secrets import secret_decrypt
 
 PREFIX = "whsec_"
 SECRET_BYTES = 32
@@ -33,4 +36,14 @@ def signature(keys: Sequence[bytes], *, webhook_id: str, timestamp: int, body: b
     return " ".join(
         "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
         for key in keys
+    )
+
+
+@lru_cache(maxsize=4096)
+def signing_keys(adapter_id: int, *stored: str) -> tuple[bytes, ...]:
+    """The keys of an adapter's stored (encrypted) secrets, newest first; the deliverer asks for
+    them at every claim, so they are remembered by their ciphertext."""
+    return tuple(
+        secret_key(secret_decrypt(user_id=adapter_id, stored=secret, purpose="webhook"))
+        for secret in stored
     )

@@ -13,10 +13,12 @@ import asyncio
 import ipaddress
 import re
 import socket
+import ssl
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 import httpcore
+from django.conf import settings
 
 MAX_URL_LENGTH = 2000
 
@@ -66,6 +68,14 @@ def url_problem(url: str, *, allow_private: bool) -> str | None:
 
 _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
 _HOST_NAME = re.compile(rf"(?=.{{1,253}}\.?$){_LABEL}(?:\.{_LABEL})*\.?")
+
+
+def ssl_context() -> ssl.SSLContext:
+    """The system's trusted CAs, and EXCHANGE_WEBHOOK_CA_BUNDLE's."""
+    context = ssl.create_default_context()
+    if settings.EXCHANGE_WEBHOOK_CA_BUNDLE:
+        context.load_verify_locations(cafile=settings.EXCHANGE_WEBHOOK_CA_BUNDLE)
+    return context
 
 
 class CheckedBackend(httpcore.AsyncNetworkBackend):
