@@ -60,18 +60,29 @@ def webhook_get(*, adapter: User) -> Webhook:
 
 
 @transaction.atomic
-def webhook_put(*, adapter: User, url: str, enabled: bool) -> WebhookSet:
-    """Create the adapter's webhook, or change its URL and whether it is enabled."""
-    webhook_url_validate(url)
+def webhook_put(
+    *, adapter: User, url: str | None = None, enabled: bool | None = None
+) -> WebhookSet:
+    """Create the adapter's webhook (at ``url``, enabled unless ``enabled`` is False), or change
+    its URL, whether it is enabled, or both: what is None stays as it is, read under the row's
+    lock (a toggle never undoes a URL changed meanwhile). WebhookNotFound for a change of a
+    webhook that does not exist."""
+    if url is not None:
+        webhook_url_validate(url)
     webhook = Webhook.objects.select_for_update().filter(adapter=adapter).first()
     secret = None
     if webhook is None:
+        if url is None:
+            raise WebhookNotFound()
         secret = secret_new()
+        enabled = enabled is not False
         webhook = Webhook(
             adapter=adapter, url=url, enabled=enabled, secret=_sealed(adapter, secret)
         )
         restart = enabled
     else:
+        url = webhook.url if url is None else url
+        enabled = webhook.enabled if enabled is None else enabled
         restart = enabled and (not webhook.enabled or webhook.url != url)
         webhook.url, webhook.enabled = url, enabled
     if restart:

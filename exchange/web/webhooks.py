@@ -5,6 +5,7 @@ own. Another owner's adapter, like a missing one, is 404."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from django.contrib import messages
@@ -65,11 +66,7 @@ def webhook_url_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
     if form.is_valid():
         url = form.cleaned_data["url"]
         try:
-            try:
-                enabled = webhook_get(adapter=adapter).enabled
-            except WebhookNotFound:
-                enabled = True
-            done = webhook_put(adapter=adapter, url=url, enabled=enabled)
+            done = webhook_put(adapter=adapter, url=url)  # on or off as it was; new: on
         except ValidationFailed as error:
             for name, problems in error.extra.get("errors", {}).items():
                 for problem in problems:
@@ -95,22 +92,16 @@ def webhook_url_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
     return bus_render(request, webhook_forms={adapter.pk: form})
 
 
-def _enable(request: HttpRequest, adapter: User) -> None:
-    webhook_put(adapter=adapter, url=webhook_get(adapter=adapter).url, enabled=True)
-    messages.success(
-        request,
+def _switch(request: HttpRequest, adapter: User, *, enabled: bool) -> None:
+    webhook_put(adapter=adapter, enabled=enabled)
+    done = (
         _("The webhook of %(login)s is on: its messages are pushed to it.")
-        % {"login": adapter.username},
+        if enabled
+        else _(
+            "The webhook of %(login)s is off: the adapter receives its messages over the API again."
+        )
     )
-
-
-def _disable(request: HttpRequest, adapter: User) -> None:
-    webhook_put(adapter=adapter, url=webhook_get(adapter=adapter).url, enabled=False)
-    messages.success(
-        request,
-        _("The webhook of %(login)s is off: the adapter receives its messages over the API again.")
-        % {"login": adapter.username},
-    )
+    messages.success(request, done % {"login": adapter.username})
 
 
 def _rotate(request: HttpRequest, adapter: User) -> None:
@@ -142,8 +133,8 @@ def _delete(request: HttpRequest, adapter: User) -> None:
 
 # What an owner may do to an adapter's webhook from /bus, each a POST: (request, adapter).
 ACTIONS: dict[str, Callable[[HttpRequest, User], None]] = {
-    "enable": _enable,
-    "disable": _disable,
+    "enable": functools.partial(_switch, enabled=True),
+    "disable": functools.partial(_switch, enabled=False),
     "rotate": _rotate,
     "test": _test,
     "delete": _delete,

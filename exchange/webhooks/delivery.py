@@ -165,11 +165,17 @@ class Deliverer:
         except Exception:
             # A fault of the deliverer's own: the lease runs out and the message comes back.
             logger.exception("Posting message %s failed", push.message_id)
-            self.in_flight[push.adapter_id] -= 1
+            self._finished(push.adapter_id)
             return
         # Appended only now: the settler swaps the list while posts are under way.
         self.outcomes.append(outcome)
         self.to_settle.set()
+
+    def _finished(self, adapter_id: int) -> None:
+        """A post of this endpoint's is done with (settled, or lost to its lease)."""
+        self.in_flight[adapter_id] -= 1
+        if not self.in_flight[adapter_id]:
+            del self.in_flight[adapter_id]
 
     async def _settle_loop(self, stopping: asyncio.Event) -> None:
         connection: psycopg.AsyncConnection[Any] | None = None
@@ -188,9 +194,7 @@ class Deliverer:
                         logger.warning("Webhook outcomes not settled (%s)", error)
                         connection = None
                     for outcome in outcomes:
-                        self.in_flight[outcome.push.adapter_id] -= 1
-                        if not self.in_flight[outcome.push.adapter_id]:
-                            del self.in_flight[outcome.push.adapter_id]
+                        self._finished(outcome.push.adapter_id)
                     self.woken.set()
                 if stopping.is_set() and not self.tasks:
                     return
