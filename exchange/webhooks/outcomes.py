@@ -4,14 +4,14 @@ statements that settle them (exchange/webhook_queries.py: SETTLE, HEALTH)."""
 
 from __future__ import annotations
 
-import email.utils
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
+from django.utils.http import parse_http_date_safe
 
 BREAKER_PAUSE_SECONDS = 5  # an open breaker's first pause; it doubles with each failed probe
 BREAKER_MAX_PAUSE_SECONDS = 300
@@ -60,13 +60,8 @@ def retry_after_seconds(value: str) -> float | None:
     value = value.strip()
     if value.isdigit():
         return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max((when - timezone.now()).total_seconds(), 0.0)
+    when = parse_http_date_safe(value)  # RFC 9110's three date formats, as Unix seconds
+    return None if when is None else max(when - time.time(), 0.0)
 
 
 def settle_parameters(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
