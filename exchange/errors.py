@@ -13,6 +13,14 @@ class SendNotAllowed(ApplicationError):
     )
 
 
+class PublishNotAllowed(ApplicationError):
+    status = 403
+    code = "PUBLISH_NOT_ALLOWED"
+    default_detail = (
+        "You may publish to your owner's topics and to topics whose owner granted you publishing."
+    )
+
+
 class IdempotencyKeyReused(ApplicationError):
     status = 409
     code = "IDEMPOTENCY_KEY_REUSED"
@@ -103,3 +111,49 @@ class StreamsBusy(ServerBusy):
     a server without an event loop)."""
 
     default_detail = "This server is out of room for streams; retry shortly."
+
+
+class TopicNotFound(ApplicationError):
+    """A topic that is not the caller's and not open to the caller's adapters, whether or not
+    it exists."""
+
+    status = 404
+    code = "NOT_FOUND"
+    default_detail = "You have no topic with this id."
+
+
+class TopicNotYours(ApplicationError):
+    """Changing a topic another owner opened to your adapters: only its owner may."""
+
+    status = 403
+    code = "PERMISSION_DENIED"
+    default_detail = "Only the topic's owner may do this."
+
+
+class TopicNameTaken(ApplicationError):
+    status = 409
+    code = "TOPIC_NAME_TAKEN"
+    default_detail = "You have a topic with this name already."
+
+
+class TopicAdapterNotFound(ApplicationError):
+    status = 404
+    code = "NOT_FOUND"
+    default_detail = "There is no adapter with this adapterId."
+
+
+class TopicGrantNotNeeded(ApplicationError):
+    """A grant to one of the topic owner's own adapters, which need none."""
+
+    status = 400
+    code = "VALIDATION_FAILED"
+    default_detail = "Your own adapters may publish to and subscribe to your topics already."
+
+    def __init__(self) -> None:
+        super().__init__(extra={"errors": {"adapterId": [self.default_detail]}})
+
+
+class SubscribeNotAllowed(ApplicationError):
+    status = 403
+    code = "SUBSCRIBE_NOT_ALLOWED"
+    default_detail = "The topic's owner has not allowed this adapter to subscribe."

@@ -18,7 +18,13 @@ from prometheus_client.registry import Collector
 
 from exchange.selectors import QueueStats, queue_totals
 
-sent = Counter("platform_exchange_messages_sent", "Messages accepted by the exchange API")
+sent = Counter(
+    "platform_exchange_messages_sent",
+    "Messages accepted by the exchange API (a publication's copies, one each)",
+)
+published = Counter(
+    "platform_exchange_publications", "Publications to topics accepted by the exchange API"
+)
 redeliveries = Counter(
     "platform_exchange_redeliveries", "Deliveries of messages that had been delivered before"
 )

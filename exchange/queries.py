@@ -54,9 +54,19 @@ DELIVERY_MEMBERS = (
         True,
     ),
     ("sender", "coalesce(m.sender_id::text, 'null')", False),
+    # A topic's copy: its topic and publication (docs/exchange.md, "Topics"); else both null.
+    ("topicId", "coalesce(m.topic_id::text, 'null')", False),
+    ("publicationId", """coalesce('"' || m.publication_id || '"', 'null')""", False),
     ("type", "to_json(m.type)", False),
     ("headers", "m.headers", False),
-    ("payload", "m.payload", False),
+    # A copy's payload is its publication's: looked up by its key, and only for a copy
+    # (coalesce stops at its first value that is not NULL).
+    (
+        "payload",
+        """coalesce(m.payload, (SELECT p.payload FROM exchange_publication p
+                                WHERE p.publication_id = m.publication_id))""",
+        False,
+    ),
 )
 
 
@@ -90,11 +100,15 @@ dead AS (
 ),
 buried AS (
     INSERT INTO exchange_deadletter (
-        message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-        first_received_at, receive_count, dead_at, reason, last_device
+        message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
+        enqueued_at, first_received_at, receive_count, dead_at, reason, last_device
     )
-    SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-           first_received_at, receive_count, statement_timestamp(), 'MAX_DELIVERIES', leased_by
+    SELECT message_id, recipient_id, sender_id, type,
+           coalesce(payload, (SELECT p.payload FROM exchange_publication p
+                              WHERE p.publication_id = dead.publication_id)),
+           headers,
+           topic_id, publication_id, enqueued_at, first_received_at, receive_count,
+           statement_timestamp(), 'MAX_DELIVERIES', leased_by
     FROM dead
 ),
 claimed AS (
@@ -241,16 +255,17 @@ ACK = """
 WITH acked AS (
     DELETE FROM exchange_message
     WHERE recipient_id = %(recipient)s AND message_id = ANY(string_to_array(%(ids)s, ',')::uuid[])
-    RETURNING message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-              first_received_at, receive_count, leased_by
+    RETURNING message_id, recipient_id, sender_id, type, payload, headers, topic_id,
+              publication_id, enqueued_at, first_received_at, receive_count, leased_by
 ),
 logged AS (
     INSERT INTO exchange_delivery_log (
-        message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-        first_received_at, receive_count, acked_at, acked_by
+        message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
+        enqueued_at, first_received_at, receive_count, acked_at, acked_by
     )
-    SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-           first_received_at, receive_count, statement_timestamp(), %(device)s
+    SELECT message_id, recipient_id, sender_id, type, payload, headers, topic_id,
+           publication_id, enqueued_at, first_received_at, receive_count, statement_timestamp(),
+           %(device)s
     FROM acked
     RETURNING message_id
 ),

@@ -37,14 +37,15 @@ REDRIVE = """
 WITH revived AS (
     DELETE FROM exchange_deadletter
     WHERE recipient_id = ANY(%(recipients)s) AND message_id = ANY(%(ids)s)
-    RETURNING message_id, recipient_id, sender_id, type, payload, headers, enqueued_at
+    RETURNING message_id, recipient_id, sender_id, type, payload, headers, topic_id,
+              publication_id, enqueued_at
 )
 INSERT INTO exchange_message (
-    message_id, recipient_id, sender_id, type, payload, headers, enqueued_at, visible_at,
-    receive_count
+    message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
+    enqueued_at, visible_at, receive_count
 )
-SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-       statement_timestamp(), 0
+SELECT message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
+       enqueued_at, statement_timestamp(), 0
 FROM revived
 RETURNING message_id, recipient_id
 """
@@ -89,11 +90,15 @@ WITH expired AS (
     RETURNING m.*
 )
 INSERT INTO exchange_deadletter (
-    message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-    first_received_at, receive_count, dead_at, reason, last_device
+    message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
+    enqueued_at, first_received_at, receive_count, dead_at, reason, last_device
 )
-SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-       first_received_at, receive_count, statement_timestamp(), 'EXPIRED', leased_by
+SELECT message_id, recipient_id, sender_id, type,
+           coalesce(payload, (SELECT p.payload FROM exchange_publication p
+                              WHERE p.publication_id = expired.publication_id)),
+           headers,
+       topic_id, publication_id, enqueued_at, first_received_at, receive_count,
+       statement_timestamp(), 'EXPIRED', leased_by
 FROM expired
 """
 
@@ -102,5 +107,20 @@ DEAD_LETTERS_DROP = """
 DELETE FROM exchange_deadletter
 WHERE id IN (
     SELECT id FROM exchange_deadletter WHERE dead_at < %(cutoff)s ORDER BY dead_at LIMIT %(batch)s
+)
+"""
+
+# One batch of publications no copy waits for any more, a day after they were published (the
+# life of their Idempotency-Key, whose replay answers with their figures). No index covers the
+# copies' publication_id (every copy would pay for one): the anti-join scans the hot table, as
+# EXPIRE does, once per batch.
+PUBLICATIONS_DROP = """
+DELETE FROM exchange_publication
+WHERE publication_id IN (
+    SELECT publication_id FROM exchange_publication p
+    WHERE published_at < %(cutoff)s
+      AND NOT EXISTS (SELECT 1 FROM exchange_message m WHERE m.publication_id = p.publication_id)
+    ORDER BY published_at
+    LIMIT %(batch)s
 )
 """

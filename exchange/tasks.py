@@ -9,10 +9,8 @@ from django.utils import timezone
 
 from exchange.models import IdempotencyKey
 from exchange.services.history import delivery_log_partitions_maintain
-from exchange.services.queues import queues_trim
+from exchange.services.queues import IDEMPOTENCY_KEY_HOURS, queues_trim
 from exchange.services.webhooks import webhook_attempts_expire
-
-IDEMPOTENCY_KEY_HOURS = 24
 
 
 @shared_task(name="exchange.delivery_log_partitions_maintain")
@@ -32,7 +30,11 @@ def idempotency_keys_expire_task() -> int:
 @shared_task(name="exchange.queues_trim")
 def queues_trim_task() -> dict[str, int]:
     trimmed = queues_trim()
-    return {"expired": trimmed.expired, "dropped": trimmed.dropped}
+    return {
+        "expired": trimmed.expired,
+        "dropped": trimmed.dropped,
+        "publications": trimmed.publications,
+    }
 
 
 @shared_task(name="exchange.webhook_attempts_expire")

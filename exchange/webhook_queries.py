@@ -93,11 +93,12 @@ acked AS (
 ),
 logged AS (
     INSERT INTO exchange_delivery_log (
-        message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-        first_received_at, receive_count, acked_at, acked_by
+        message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
+        enqueued_at, first_received_at, receive_count, acked_at, acked_by
     )
-    SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-           first_received_at, receive_count, statement_timestamp(), %(deliverer)s
+    SELECT message_id, recipient_id, sender_id, type, payload, headers, topic_id,
+           publication_id, enqueued_at, first_received_at, receive_count, statement_timestamp(),
+           %(deliverer)s
     FROM acked
 ),
 dead AS (
@@ -108,11 +109,15 @@ dead AS (
 ),
 buried AS (
     INSERT INTO exchange_deadletter (
-        message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-        first_received_at, receive_count, dead_at, reason, last_device
+        message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
+        enqueued_at, first_received_at, receive_count, dead_at, reason, last_device
     )
-    SELECT message_id, recipient_id, sender_id, type, payload, headers, enqueued_at,
-           first_received_at, receive_count, statement_timestamp(), 'WEBHOOK_FAILED', leased_by
+    SELECT message_id, recipient_id, sender_id, type,
+           coalesce(payload, (SELECT p.payload FROM exchange_publication p
+                              WHERE p.publication_id = dead.publication_id)),
+           headers,
+           topic_id, publication_id, enqueued_at, first_received_at, receive_count,
+           statement_timestamp(), 'WEBHOOK_FAILED', leased_by
     FROM dead
 ),
 retried AS (

@@ -6,6 +6,8 @@ exchange.api.serializers, so results and errors are theirs
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from django.http import QueryDict
@@ -15,6 +17,9 @@ from exchange.api.serializers import (
     MAX_BATCH,
     MAX_HEADERS,
     AckInput,
+    PublishBatchInput,
+    PublishBatchItemInput,
+    PublishInput,
     ReceiveInput,
     ReceiveOptions,
     SendBatchInput,
@@ -22,9 +27,10 @@ from exchange.api.serializers import (
     SendInput,
     idempotency_key_valid,
 )
+from exchange.services.publishing import Publishing
 from exchange.services.sending import Outgoing
 from platform_site.errors import ApplicationError, application_error_for
-from platform_site.serializers import BIGINT_MAX
+from platform_site.serializers import BIGINT_MAX, Input
 
 NOT_AN_OBJECT = "Each message is a JSON object."
 
@@ -32,18 +38,69 @@ NOT_AN_OBJECT = "Each message is a JSON object."
 # A send's usual input, read directly: building SendInput for each message of a batch of 100 cost
 # more than the rest of the request. Anything else, valid or not, goes through the serializers, so
 # results and errors are theirs (tests/exchange/test_input_fast_paths.py holds the two alike).
-_MESSAGE_FIELDS = frozenset({"to", "type", "payload", "headers"})
-_REQUIRED_FIELDS = frozenset({"to", "type", "payload"})
+# A publish's message is a send's without "to".
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # CharField's validators refuse these
 
 
-def _plain_message(item: Any, fields: frozenset[str]) -> dict[str, Any] | None:
-    """The validated data of a usual, valid message parsed from JSON, whose fields are among
-    ``fields``; None for anything else."""
-    if not isinstance(item, dict) or not _REQUIRED_FIELDS <= item.keys() <= fields:
+@dataclass(frozen=True)
+class MessageShape:
+    """A send's or a publish's message: its fields, the serializers that check it alone, as a
+    batch's item and as a batch, and what the service takes."""
+
+    fields: frozenset[str]
+    single: type[Input]
+    item: type[Input]
+    batch: type[Input]
+    make: Callable[[dict[str, Any]], Any]
+
+    @property
+    def required(self) -> frozenset[str]:
+        return self.fields - {"headers"}
+
+
+def _outgoing(item: dict[str, Any]) -> Outgoing:
+    return Outgoing(
+        to=item["to"],
+        type=item["type"],
+        payload=item["payload"],
+        headers=item["headers"],
+        idempotency_key=item.get("idempotencyKey"),
+    )
+
+
+def _publishing(item: dict[str, Any]) -> Publishing:
+    return Publishing(
+        type=item["type"],
+        payload=item["payload"],
+        headers=item["headers"],
+        idempotency_key=item.get("idempotencyKey"),
+    )
+
+
+SEND = MessageShape(
+    frozenset({"to", "type", "payload", "headers"}),
+    SendInput,
+    SendBatchItemInput,
+    SendBatchInput,
+    _outgoing,
+)
+PUBLISH = MessageShape(
+    frozenset({"type", "payload", "headers"}),
+    PublishInput,
+    PublishBatchItemInput,
+    PublishBatchInput,
+    _publishing,
+)
+
+
+def _plain_message(item: Any, shape: MessageShape, *, keyed: bool) -> dict[str, Any] | None:
+    """The validated data of a usual, valid message of ``shape`` parsed from JSON (with an
+    idempotencyKey where ``keyed``: a batch's item); None for anything else."""
+    fields = shape.fields | {"idempotencyKey"} if keyed else shape.fields
+    if not isinstance(item, dict) or not shape.required <= item.keys() <= fields:
         return None
-    to, kind, payload = item["to"], item["type"], item["payload"]
-    if type(to) is not int or not 1 <= to <= BIGINT_MAX or payload is None:
+    kind, payload = item["type"], item["payload"]
+    if payload is None:
         return None
     if not isinstance(kind, str) or not 0 < len(kind) <= 128 or _UNSTORABLE.search(kind):
         return None
@@ -57,7 +114,12 @@ def _plain_message(item: Any, fields: frozenset[str]) -> dict[str, Any] | None:
             return None
         if _UNSTORABLE.search(value):
             return None
-    message = {"to": to, "type": kind, "payload": payload, "headers": dict(headers)}
+    message = {"type": kind, "payload": payload, "headers": dict(headers)}
+    if "to" in shape.fields:
+        to = item["to"]
+        if type(to) is not int or not 1 <= to <= BIGINT_MAX:
+            return None
+        message = {"to": to, **message}
     if "idempotencyKey" in item:
         key = item["idempotencyKey"]
         if not idempotency_key_valid(key):
@@ -66,29 +128,26 @@ def _plain_message(item: Any, fields: frozenset[str]) -> dict[str, Any] | None:
     return message
 
 
-def send_input(data: Any) -> dict[str, Any]:
-    """SendInput's validated data for a single send's body."""
-    message = _plain_message(data, _MESSAGE_FIELDS)
-    return SendInput.validated(data) if message is None else message
+def send_input(data: Any, shape: MessageShape = SEND) -> dict[str, Any]:
+    """The single serializer's validated data for a single send's (or publish's) body."""
+    message = _plain_message(data, shape, keyed=False)
+    return shape.single.validated(data) if message is None else message
 
 
-_BATCH_ITEM_FIELDS = _MESSAGE_FIELDS | {"idempotencyKey"}
-
-
-def batch_items(data: Any) -> list[Outgoing | ApplicationError]:
-    """SendBatchInput's messages, each an Outgoing or the 400 that says what is wrong with it.
-    A body that is not a batch at all (not an object with a list of 1 to MAX_BATCH messages)
-    is one 400 for the whole request."""
+def batch_items(data: Any, shape: MessageShape = SEND) -> list[Any]:
+    """The batch's messages, each what ``shape`` makes of it (an Outgoing, a Publishing) or the
+    400 that says what is wrong with it. A body that is not a batch at all (not an object with a
+    list of 1 to MAX_BATCH messages) is one 400 for the whole request."""
     if isinstance(data, dict) and data.keys() == {"messages"}:
         items = data["messages"]
         if isinstance(items, list) and 1 <= len(items) <= MAX_BATCH:
-            messages = [_plain_message(item, _BATCH_ITEM_FIELDS) for item in items]
+            messages = [_plain_message(item, shape, keyed=True) for item in items]
             if None not in messages:
-                return [_outgoing(cast(dict[str, Any], message)) for message in messages]
-    return batch_items_checked(data)
+                return [shape.make(cast(dict[str, Any], message)) for message in messages]
+    return batch_items_checked(data, shape)
 
 
-def batch_items_checked(data: Any) -> list[Outgoing | ApplicationError]:
+def batch_items_checked(data: Any, shape: MessageShape = SEND) -> list[Any]:
     """batch_items through the serializers."""
     # The schema says each message is an object: a list with anything else in it is no batch,
     # and is refused whole, before any of its messages is sent.
@@ -101,32 +160,22 @@ def batch_items_checked(data: Any) -> list[Outgoing | ApplicationError]:
         }
         if strays:
             raise serializers.ValidationError({"messages": cast(Any, strays)})  # by index
-    batch = SendBatchInput(data=data)
+    batch = shape.batch(data=data)
     if batch.is_valid():
-        return [_outgoing(item) for item in batch.validated_data["messages"]]
+        return [shape.make(item) for item in batch.validated_data["messages"]]
     # The items' own errors come by position, {index: errors}; anything else is about the body
     # or the list itself.
     item_errors = batch.errors.get("messages")
     if batch.errors.keys() != {"messages"} or not isinstance(item_errors, dict):
         raise serializers.ValidationError(batch.errors)
-    items: list[Outgoing | ApplicationError] = []
+    items: list[Any] = []
     for position, item in enumerate(data["messages"]):
         if position in item_errors:
             error = application_error_for(serializers.ValidationError(item_errors[position]))
             items.append(cast(ApplicationError, error))
         else:
-            items.append(_outgoing(SendBatchItemInput.validated(item)))
+            items.append(shape.make(shape.item.validated(item)))
     return items
-
-
-def _outgoing(item: dict[str, Any]) -> Outgoing:
-    return Outgoing(
-        to=item["to"],
-        type=item["type"],
-        payload=item["payload"],
-        headers=item["headers"],
-        idempotency_key=item.get("idempotencyKey"),
-    )
 
 
 # Receive and ACK are the exchange's hottest requests, and building a DRF serializer (its fields are

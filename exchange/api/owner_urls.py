@@ -1,6 +1,6 @@
 from django.urls import path
 
-from exchange.api import owners, webhooks
+from exchange.api import owners, topics, webhooks
 
 urlpatterns = [
     path("users/adapters", owners.AdaptersApi.as_view()),
@@ -15,4 +15,21 @@ urlpatterns = [
     path("users/adapters/<int:adapter_id>/webhook/secret", webhooks.WebhookSecretApi.as_view()),
     path("users/adapters/<int:adapter_id>/webhook/test", webhooks.WebhookTestApi.as_view()),
     path("users/adapters/<int:adapter_id>/webhook/attempts", webhooks.WebhookAttemptsApi.as_view()),
+    path("users/topics", topics.TopicsApi.as_view()),
+    path("users/topics/<int:topic_id>", topics.TopicApi.as_view()),
+    path("users/topics/<int:topic_id>/publishers", topics.TopicPublishersApi.as_view()),
+    path(
+        "users/topics/<int:topic_id>/publishers/<int:adapter_id>",
+        topics.TopicPublisherApi.as_view(),
+    ),
+    path("users/topics/<int:topic_id>/subscribers", topics.TopicSubscribersApi.as_view()),
+    path(
+        "users/topics/<int:topic_id>/subscribers/<int:adapter_id>",
+        topics.TopicSubscriberApi.as_view(),
+    ),
+    path("users/topics/<int:topic_id>/subscriptions", topics.TopicSubscriptionsApi.as_view()),
+    path(
+        "users/topics/<int:topic_id>/subscriptions/<int:adapter_id>",
+        topics.TopicSubscriptionApi.as_view(),
+    ),
 ]

@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from exchange import queries
-from exchange.services.sending import NOT_JSON
+from exchange.services.batches import NOT_JSON
 from platform_site.serializers import Input
 
 MAX_BATCH = 100
@@ -156,6 +156,22 @@ class SendBatchInput(Input):
     )
 
 
+class PublishInput(SendInput):
+    """A publication: a message without its recipient (each subscriber gets a copy)."""
+
+    to = None  # type: ignore[assignment]
+
+
+class PublishBatchItemInput(SendBatchItemInput):
+    to = None  # type: ignore[assignment]
+
+
+class PublishBatchInput(Input):
+    messages = serializers.ListField(
+        child=PublishBatchItemInput(), allow_empty=False, min_length=1, max_length=MAX_BATCH
+    )
+
+
 @extend_schema_field(
     {
         "type": "object",
@@ -215,7 +231,14 @@ _DELIVERY_FIELDS: dict[str, Callable[[], serializers.Field[Any, Any, Any, Any]]]
     "enqueuedAt": serializers.DateTimeField,
     "leaseExpiresAt": serializers.DateTimeField,
     "sender": lambda: serializers.IntegerField(
-        allow_null=True, help_text="The sender's adapterId."
+        allow_null=True, help_text="The sender's adapterId (a topic's copy: the publisher's)."
+    ),
+    "topicId": lambda: serializers.IntegerField(
+        allow_null=True, help_text="A topic's copy: the topic it was published to; else null."
+    ),
+    "publicationId": lambda: serializers.UUIDField(
+        allow_null=True,
+        help_text="A topic's copy: its publication, shared by every subscriber's copy; else null.",
     ),
     "type": serializers.CharField,
     "headers": lambda: serializers.DictField(child=serializers.CharField()),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from exchange.api import stream, views
+from exchange.api import publishing, stream, views
 
 urlpatterns = [
     path("whoami", views.WhoAmIApi.as_view()),
@@ -12,4 +12,6 @@ urlpatterns = [
     path("messages/lease", views.MessagesLeaseApi.as_view()),
     path("messages/<uuid:message_id>/ack", views.MessageAckApi.as_view()),
     path("stats", views.StatsApi.as_view()),
+    path("topics/<int:topic_id>/messages", publishing.TopicMessagesApi.as_view()),
+    path("topics/<int:topic_id>/messages/batch", publishing.TopicMessagesBatchApi.as_view()),
 ]

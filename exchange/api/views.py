@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from django.conf import settings
@@ -47,7 +48,7 @@ from exchange.errors import (
 from exchange.selectors import queue_stats
 from exchange.services.leases import Receipt, leases_extend, messages_release, receipt_parse
 from exchange.services.messages import messages_ack, messages_ack_receive, messages_receive
-from exchange.services.sending import Outgoing, Sent, message_send, messages_send
+from exchange.services.sending import Sent, message_send, messages_send
 from exchange.wakeups import wakeups
 from platform_site.deferral import resumed
 from platform_site.errors import (
@@ -192,35 +193,51 @@ class MessagesBatchApi(ExchangeApi):
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest) -> HttpResponse:
-        items = batch_items(request.data)
-        # The request counted once already, for its first message.
-        fitting = 1 + rate_limit_count_more(
-            request, exchange_limits(request.user.pk), len(items) - 1
+        outcomes = batch_outcomes(
+            request,
+            batch_items(request.data),
+            lambda messages: messages_send(sender=request.user, messages=messages),
         )
-        sending = {
-            position: item
-            for position, item in enumerate(items[:fitting])
-            if isinstance(item, Outgoing)
-        }
-        sent = messages_send(sender=request.user, messages=list(sending.values()))
-        outcomes = dict(zip(sending, sent, strict=True))
-        results = []
-        for position, item in enumerate(items):
-            if isinstance(item, ApplicationError):
-                results.append(_batch_result(item))
-            elif position in outcomes:
-                results.append(_batch_result(outcomes[position]))
-            else:
-                usage: Usage = request.rate_limit_usage  # type: ignore[attr-defined]
-                limited = RateLimited(retry_after_seconds=usage.retry_after_seconds)
-                results.append(_batch_result(limited))
-        return json_response({"results": results})
+        return json_response({"results": [_batch_result(outcome) for outcome in outcomes]})
+
+
+def batch_outcomes(
+    request: AuthenticatedRequest,
+    items: list[Any],
+    perform: Callable[[list[Any]], Sequence[Any]],
+) -> list[Any]:
+    """A batch's outcomes, in its order: for each item, the refusal it came as (an
+    ApplicationError), or what ``perform`` made of it (an outcome or its error), or RATE_LIMITED
+    for those past the adapter's EXCHANGE_RATE_LIMIT: each counts once against it."""
+    # The request counted once already, for its first item.
+    fitting = 1 + rate_limit_count_more(request, exchange_limits(request.user.pk), len(items) - 1)
+    performing = {
+        position: item
+        for position, item in enumerate(items[:fitting])
+        if not isinstance(item, ApplicationError)
+    }
+    performed = dict(zip(performing, perform(list(performing.values())), strict=True))
+    outcomes: list[Any] = []
+    for position, item in enumerate(items):
+        if isinstance(item, ApplicationError):
+            outcomes.append(item)
+        elif position in performed:
+            outcomes.append(performed[position])
+        else:
+            usage: Usage = request.rate_limit_usage  # type: ignore[attr-defined]
+            outcomes.append(RateLimited(retry_after_seconds=usage.retry_after_seconds))
+    return outcomes
+
+
+def batch_failure(error: ApplicationError) -> dict[str, Any]:
+    """A batch's failed item: its problem's members but type and title."""
+    body = {"status": error.status, "code": error.code, "detail": error.detail}
+    return {"status": "failed", "error": {**body, **error.extra}}
 
 
 def _batch_result(outcome: Sent | ApplicationError) -> dict[str, Any]:
     if isinstance(outcome, ApplicationError):
-        error = {"status": outcome.status, "code": outcome.code, "detail": outcome.detail}
-        return {"status": "failed", "error": {**error, **outcome.extra}}
+        return batch_failure(outcome)
     status = "duplicate" if outcome.duplicate else "sent"
     return {"status": status, "messageId": str(outcome.message_id)}
 

@@ -31,6 +31,7 @@ from accounts.services.audit import Kind, audit
 from exchange import metrics, queue_queries
 
 DEPTH_SECONDS = 2
+IDEMPOTENCY_KEY_HOURS = 24  # exchange.tasks forgets Idempotency-Keys after them
 BATCH = 1000
 
 
@@ -109,6 +110,7 @@ def queue_purge(*, adapter: User, actor: User) -> int:
 class Trimmed:
     expired: int
     dropped: int
+    publications: int
 
 
 def _in_batches(sql: str, params: dict[str, Any]) -> int:
@@ -123,7 +125,8 @@ def _in_batches(sql: str, params: dict[str, Any]) -> int:
 
 
 def queues_trim() -> Trimmed:
-    """Messages past their retention to the dead letters (EXPIRED); old dead letters dropped."""
+    """Messages past their retention to the dead letters (EXPIRED); old dead letters and
+    publications no copy waits for dropped."""
     now = timezone.now()
     expired = _in_batches(
         queue_queries.EXPIRE,
@@ -133,6 +136,12 @@ def queues_trim() -> Trimmed:
         queue_queries.DEAD_LETTERS_DROP,
         {"cutoff": now - timedelta(days=settings.EXCHANGE_DEAD_LETTER_DAYS)},
     )
+    # A publication is kept while a copy waits, and an hour longer than its Idempotency-Key,
+    # whose replay answers with its figures (IDEMPOTENCY_KEY_HOURS).
+    publications = _in_batches(
+        queue_queries.PUBLICATIONS_DROP,
+        {"cutoff": now - timedelta(hours=IDEMPOTENCY_KEY_HOURS + 1)},
+    )
     metrics.expired.inc(expired)
     metrics.dead_letters_dropped.inc(dropped)
-    return Trimmed(expired=expired, dropped=dropped)
+    return Trimmed(expired=expired, dropped=dropped, publications=publications)

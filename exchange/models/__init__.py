@@ -1,0 +1,38 @@
+"""The exchange's tables: messages and their history (messages.py), push delivery
+(pushing.py), topics (topics.py)."""
+
+from exchange.models.messages import (
+    SEQUENCE,
+    DeadLetter,
+    DeliveryLog,
+    IdempotencyKey,
+    Message,
+    NextValue,
+    Route,
+)
+from exchange.models.pushing import Stream, Webhook, WebhookAttempt
+from exchange.models.topics import (
+    Publication,
+    Subscription,
+    Topic,
+    TopicPublisher,
+    TopicSubscriber,
+)
+
+__all__ = [
+    "SEQUENCE",
+    "DeadLetter",
+    "DeliveryLog",
+    "IdempotencyKey",
+    "Message",
+    "NextValue",
+    "Publication",
+    "Route",
+    "Stream",
+    "Subscription",
+    "Topic",
+    "TopicPublisher",
+    "TopicSubscriber",
+    "Webhook",
+    "WebhookAttempt",
+]
