@@ -18,7 +18,8 @@ from accounts.models import User
 from accounts.services.accounts import account_set_active
 from exchange import streams
 from exchange.api.serializers import DeliveryOutput
-from exchange.models import Message, Stream
+from exchange.models import Message, Stream, Subscription, Topic
+from exchange.services.publishing import Publishing, topic_publish
 from exchange.services.sending import message_send
 from tests.events import EventReader
 from tests.factories import AdapterFactory, UserFactory
@@ -143,6 +144,23 @@ def test_messages_come_in_order_each_an_event_with_a_receives_members(
 
     later = send(sender, recipient, 3)  # delivered as it arrives: no poll
     assert reader.next().id == later
+
+
+def test_a_topics_copy_streams_with_its_topic_and_publication(pair, consumer, open_stream):
+    recipient, publisher = pair
+    topic = Topic.objects.create(owner=recipient.owner, name="prices")
+    Subscription.objects.create(topic=topic, adapter=recipient)
+    publication = Publishing(type="price.changed", payload={"p": 1}, headers={"h": "v"})
+    published = topic_publish(publisher=publisher, topic_id=topic.pk, publication=publication)
+    reader = open_stream(consumer)
+
+    event = reader.next()
+
+    assert event.data["topicId"] == topic.pk
+    assert event.data["publicationId"] == str(published.publication_id)
+    assert (event.data["sender"], event.data["payload"]) == (publisher.pk, {"p": 1})
+    ack(consumer, event.data["messageId"])
+    settled(lambda: not Message.objects.exists())
 
 
 def test_credits_hold_the_next_message_back_until_one_is_acknowledged(

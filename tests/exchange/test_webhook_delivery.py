@@ -29,7 +29,16 @@ from django.utils import timezone
 from exchange_client import webhooks
 
 from accounts.models import OutboxMessage, User
-from exchange.models import DeadLetter, DeliveryLog, Message, Webhook, WebhookAttempt
+from exchange.models import (
+    DeadLetter,
+    DeliveryLog,
+    Message,
+    Subscription,
+    Topic,
+    Webhook,
+    WebhookAttempt,
+)
+from exchange.services.publishing import Publishing, topic_publish
 from exchange.services.sending import message_send
 from exchange.services.webhooks import webhook_put, webhook_secret_rotate
 from exchange.webhooks.delivery import Deliverer
@@ -162,6 +171,27 @@ def test_a_message_is_posted_signed_and_a_2xx_acknowledges_it(
         "delivered",
         "",
     )
+
+
+def test_a_topics_copy_is_pushed_with_its_payload_topic_and_publication(
+    endpoint: Receiver, adapter: User, crm: User, owner: User
+) -> None:
+    hooked(adapter, endpoint.url)
+    topic = Topic.objects.create(owner=owner, name="prices")
+    Subscription.objects.create(topic=topic, adapter=adapter)
+    publication = Publishing(type="price.changed", payload={"p": 2}, headers={})
+    published = topic_publish(publisher=crm, topic_id=topic.pk, publication=publication)
+
+    [outcome] = deliver()
+
+    assert outcome.outcome == "delivered"
+    [request] = endpoint.received
+    assert list(request.json) == MESSAGE_MEMBERS
+    assert request.json["payload"] == {"p": 2}
+    assert request.json["topicId"] == topic.pk
+    assert request.json["publicationId"] == str(published.publication_id)
+    logged = DeliveryLog.objects.get(message_id=request.headers["webhook-id"])
+    assert (logged.payload, logged.publication_id) == (None, published.publication_id)
 
 
 def test_a_forged_or_stale_delivery_fails_verification(

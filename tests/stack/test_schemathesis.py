@@ -107,6 +107,8 @@ UNSTATABLE_RULES = {
     "Header names are 1 to 64 characters.",
     # senderAdapterId equal to the path's adapter_id: a rule between the path and the body.
     "An adapter needs no route to itself.",
+    # A topic's grant to one of its owner's own adapters: a rule between the path and the body.
+    "Your own adapters may publish to and subscribe to your topics already.",
     # A webhook's URL: the schema's pattern says http(s) and printable ASCII; https alone is a
     # setting's rule (EXCHANGE_WEBHOOK_ALLOW_PRIVATE), the rest the address's: an authority a
     # URL parser accepts, a host name of DNS labels, no credentials, a public address.
@@ -205,6 +207,10 @@ class World:
     # For DELETE /api/users/adapters/{adapter_id} alone, so the others keep theirs.
     doomed_adapter_ids: list[int]
     message_ids: list[str]
+    # The cabinet user's topics, the fuzzed adapter a publisher of the first; the doomed ones for
+    # DELETE /api/users/topics/{topic_id} alone.
+    topic_ids: list[int]
+    doomed_topic_ids: list[int]
 
 
 def create_world(database: StackDatabase) -> World:
@@ -228,7 +234,12 @@ def create_world(database: StackDatabase) -> World:
             "adapter = User.objects.create_user(\n"
             f"    username={ADAPTER!r}, password={PASSWORD!r}, kind=User.Kind.ADAPTER, owner=owner\n"
             ")\n"
-            "print(json.dumps({'adapter': adapter.pk, 'cabinet_adapters': adapter_ids}))\n"
+            "from exchange.models import Topic, TopicPublisher\n"
+            "topic_ids = [Topic.objects.create(owner=user, name=f'topic-{n}').pk for n in range(4)]\n"
+            "TopicPublisher.objects.create(topic_id=topic_ids[0], adapter=adapter)\n"
+            "print(json.dumps(\n"
+            "    {'adapter': adapter.pk, 'cabinet_adapters': adapter_ids, 'topics': topic_ids}\n"
+            "))\n"
         )
     )
     with psycopg.connect(database.url, autocommit=True) as conn:
@@ -243,6 +254,8 @@ def create_world(database: StackDatabase) -> World:
         cabinet_adapter_ids=adapter_ids[:CABINET_ADAPTERS],
         doomed_adapter_ids=adapter_ids[CABINET_ADAPTERS:],
         message_ids=[str(message_id) for (message_id,) in stocked[:KNOWN_MESSAGES]],
+        topic_ids=created["topics"][:2],
+        doomed_topic_ids=created["topics"][2:],
     )
 
 
@@ -260,19 +273,28 @@ def fuzzer_config(world: World) -> schemathesis.Config:
                 "adapters": {"values": world.cabinet_adapter_ids},
                 "doomed": {"values": world.doomed_adapter_ids},
                 "messages": {"values": world.message_ids},
+                "topics": {"values": world.topic_ids},
+                "doomed_topics": {"values": world.doomed_topic_ids},
             },
             "parameters": {
                 "path.adapter_id": real("adapters"),
                 "path.sender_id": real("adapters"),
                 "body.senderAdapterId": real("adapters"),
                 "path.message_id": real("messages"),
+                "path.topic_id": real("topics"),
+                "body.adapterId": real("adapters"),
             },
             "operations": [
                 {
                     "include-method": "DELETE",
                     "include-path": "/api/users/adapters/{adapter_id}",
                     "parameters": {"path.adapter_id": real("doomed")},
-                }
+                },
+                {
+                    "include-method": "DELETE",
+                    "include-path": "/api/users/topics/{topic_id}",
+                    "parameters": {"path.topic_id": real("doomed_topics")},
+                },
             ],
         }
     )
@@ -402,7 +424,8 @@ def problem_code_conformance(
         raise AssertionError(f"Undeclared problem: {reason}")
 
 
-BATCH = "/api/exchange/messages/batch"
+# The batch send and the batch publish: a result per message, each failed on its own.
+BATCHES = {"/api/exchange/messages/batch", "/api/exchange/topics/{topic_id}/messages/batch"}
 
 
 def _component(raw_schema: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
@@ -415,7 +438,7 @@ def _component(raw_schema: dict[str, Any], reference: dict[str, Any]) -> dict[st
 def batch_messages_rejected_alone(
     ctx: schemathesis.CheckContext, response: schemathesis.Response, case: schemathesis.Case[Any]
 ) -> None:
-    """negative_data_rejection for the batch send, which answers 200 with a result per message
+    """negative_data_rejection for the batch send and publish, which answer 200 with a result per message
     and fails a message that breaks the schema alone (docs/adapters.md, "Send in batches"): a
     case whose body breaks the schema and is answered 200 must break it only in messages, each of
     them failed with a 4xx (a batch that breaks the schema elsewhere is one 400)."""
@@ -460,7 +483,7 @@ def test_every_operation_answers_as_its_schema_and_the_contract_say(
     repeat_the_new_password(case)
     ask_for_the_stream(case)
     SENT[f"{case.operation.method.upper()} {case.operation.path}"] += 1
-    if case.operation.path == BATCH:
+    if case.operation.path in BATCHES:
         case.call_and_validate(
             additional_checks=[problem_code_conformance, batch_messages_rejected_alone],
             excluded_checks=[negative_data_rejection],
