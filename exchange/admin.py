@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from django.utils.translation import ngettext_lazy
 
 from accounts.models import User
-from exchange.models import DeadLetter, Message, Route
+from exchange.models import DeadLetter, Message, Route, Subscription, Topic
 from exchange.services.dead_letters import dead_letters_redrive
 
 REDRIVEN = ngettext_lazy(
@@ -64,3 +64,25 @@ class RouteAdmin(admin.ModelAdmin[Route]):
     list_select_related = ("sender", "recipient", "granted_by")
     search_fields = ("sender__username", "recipient__username")
     raw_id_fields = ("sender", "recipient", "granted_by")
+
+
+class SubscriptionInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = Subscription
+    fields = ("adapter", "types", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Topic)
+class TopicAdmin(ReadOnlyAdmin):
+    """Topics are their owners' (the cabinet and /api/users/topics): the admin looks, and may
+    delete one (its grants and subscriptions with it; copies already queued stay)."""
+
+    list_display = ("name", "owner", "created_at")
+    list_select_related = ("owner",)
+    search_fields = ("name", "owner__email")
+    inlines = [SubscriptionInline]

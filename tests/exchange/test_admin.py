@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import Session, SignInGate
-from exchange.models import DeadLetter, Message, Route
+from exchange.models import DeadLetter, Message, Route, Subscription, Topic
 from tests.conftest import ApiClient
 from tests.factories import AdapterFactory, UserFactory
 
@@ -106,3 +106,19 @@ def test_routes_are_managed_in_the_admin(admin_client, adapter):
 
     assert response.status_code == 302, response.context["adminform"].form.errors
     assert Route.objects.filter(recipient=adapter, sender=stranger).exists()
+
+
+def test_a_topic_is_shown_with_its_subscriptions_and_deleted_in_the_admin(admin_client, adapter):
+    topic = Topic.objects.create(owner=adapter.owner, name="prices")
+    Subscription.objects.create(topic=topic, adapter=adapter, types=["price.changed"])
+
+    listed = admin_client.get("/admin/exchange/topic/")
+    shown = admin_client.get(f"/admin/exchange/topic/{topic.pk}/change/")
+    deleted = admin_client.post(f"/admin/exchange/topic/{topic.pk}/delete/", {"post": "yes"})
+
+    assert listed.status_code == shown.status_code == 200
+    assert b"prices" in listed.content
+    assert b"price.changed" in shown.content
+    assert deleted.status_code == 302
+    assert not Topic.objects.exists()
+    assert not Subscription.objects.exists()
