@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from accounts.models import Session
-from exchange.models import Message
+from exchange.models import Message, Topic
 from tests.conftest import ApiClient
 from tests.factories import AdapterFactory
 
@@ -43,6 +43,7 @@ def schema(client: Any) -> dict[str, Any]:
 def principals(owner: Any, adapter: Any, consumer: ApiClient, cabinet: ApiClient) -> Any:
     """A client for each kind of path, and real ids for the path parameters."""
     sender = AdapterFactory.create(owner=owner)
+    topic = Topic.objects.create(owner=owner, name="prices")
     session = Session.objects.filter(user=owner).first()
     assert session is not None
     ids = {
@@ -50,6 +51,7 @@ def principals(owner: Any, adapter: Any, consumer: ApiClient, cabinet: ApiClient
         "sender_id": sender.pk,
         "session_id": session.pk,
         "message_id": "4b5ad8e4-9a5e-4bd7-9c0f-7c3b7f0c3d6e",
+        "topic_id": topic.pk,
     }
 
     def client_for(path: str) -> ApiClient:
