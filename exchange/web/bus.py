@@ -34,6 +34,7 @@ from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
 from exchange.services.sending import message_send
+from exchange.web.topic_cards import TopicFormsTyped, topics_section
 from exchange.web.webhook_cards import SHOWN_ONCE, WebhookForm, webhook_cards
 from platform_site.errors import ApplicationError, ValidationFailed
 
@@ -51,9 +52,10 @@ def bus_render(
     request: HttpRequest,
     create_form: AdapterCreateForm | None = None,
     webhook_forms: Mapping[int, WebhookForm] | None = None,
+    topic_forms: TopicFormsTyped | None = None,
 ) -> HttpResponse:
-    """/bus, with a form sent back with its errors: the new adapter's, or an adapter's webhook
-    URL (``webhook_forms``, by adapter)."""
+    """/bus, with a form sent back with its errors: the new adapter's, an adapter's webhook
+    URL (``webhook_forms``, by adapter), or a topic's (``topic_forms``)."""
     owner = _owner(request)
     summaries = adapters_for_owner(owner=owner)
     ids = [summary.adapter.pk for summary in summaries]
@@ -72,6 +74,9 @@ def bus_render(
             "recent": messages_recent(recipient_ids=ids, limit=RECENT),
             "queue_limit": settings.EXCHANGE_MAX_QUEUE_DEPTH,
             "dead_letters": dead_letters_recent(recipient_ids=ids, limit=RECENT),
+            "topics": topics_section(
+                owner, [summary.adapter for summary in summaries], topic_forms
+            ),
         },
     )
     if credentials or webhook_secret:

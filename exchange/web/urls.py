@@ -1,8 +1,9 @@
-"""The cabinet's /bus pages: an owner's adapters, their queues, routes, webhooks, dead letters."""
+"""The cabinet's /bus pages: an owner's adapters, their queues, routes, webhooks, dead letters,
+and topics."""
 
 from django.urls import path
 
-from exchange.web import bus, webhooks
+from exchange.web import bus, topics, webhooks
 
 urlpatterns = [
     path("bus", bus.bus_page, name="bus"),
@@ -20,4 +21,22 @@ urlpatterns = [
         name="adapter-action",
     ),
     path("bus/dead-letters/redrive", bus.redrive_page, name="redrive"),
+    path("bus/topics", topics.topic_create_page, name="topic-create"),
+    path("bus/topics/<int:topic_id>/delete", topics.topic_delete_page, name="topic-delete"),
+    path(
+        "bus/topics/<int:topic_id>/subscriptions",
+        topics.subscription_put_page,
+        name="topic-subscribe",
+    ),
+    path(
+        "bus/topics/<int:topic_id>/subscriptions/<int:adapter_id>/delete",
+        topics.subscription_delete_page,
+        name="topic-unsubscribe",
+    ),
+    path("bus/topics/<int:topic_id>/<slug:role>", topics.topic_grant_page, name="topic-grant"),
+    path(
+        "bus/topics/<int:topic_id>/<slug:role>/<int:adapter_id>/withdraw",
+        topics.topic_withdraw_page,
+        name="topic-withdraw",
+    ),
 ]
