@@ -15,12 +15,13 @@ import psycopg
 
 # The stack's module-scoped fixtures, re-exported: each test module here gets a PostgreSQL of its
 # own and two gunicorn workers over it.
-from tests.stack.conftest import Adapter, StackDatabase
+from tests.stack.conftest import Adapter, Owner, StackDatabase
 from tests.stack.conftest import gunicorn as gunicorn
 from tests.stack.conftest import owner as owner
 from tests.stack.conftest import stack_database as stack_database
 
 EXCHANGE_CLIENT = Path(sys.executable).parent / "exchange-client"
+TOPICS = "/api/users/topics"
 
 
 def cli_env(base_url: str, adapter: Adapter, device: str, **extra: str) -> dict[str, str]:
@@ -72,3 +73,19 @@ def stock(
 def query(database: StackDatabase, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     with psycopg.connect(database.url, autocommit=True) as conn:
         return conn.execute(sql, params).fetchall()
+
+
+def topic_create(owner: Owner, name: str) -> int:
+    """A topic of the owner's (its adapters may publish to it), made in the cabinet API."""
+    answer = owner.http.post(TOPICS, json={"name": name})
+    assert answer.status_code == 201, answer.text
+    topic_id: int = answer.json()["topicId"]
+    return topic_id
+
+
+def subscribe(owner: Owner, topic_id: int, adapter: Adapter) -> None:
+    """The owner's adapter subscribed to the topic, to every type."""
+    answer = owner.http.post(
+        f"{TOPICS}/{topic_id}/subscriptions", json={"adapterId": adapter.adapter_id}
+    )
+    assert answer.status_code == 201, answer.text

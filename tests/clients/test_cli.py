@@ -1,6 +1,6 @@
 """The ``exchange-client`` command against the live platform (gunicorn over a PostgreSQL of this
 module's own), run as a real process with EXCHANGE_URL, EXCHANGE_LOGIN, EXCHANGE_PASSWORD and
-EXCHANGE_DEVICE_ID: whoami, send, stats, consume --exec (acknowledging, releasing a failed
+EXCHANGE_DEVICE_ID: whoami, send, publish, stats, consume --exec (acknowledging, releasing a failed
 message, stopping on SIGTERM mid-batch and giving back what it held), stream (JSON lines,
 acknowledged once printed or not at all, the end event of a replaced stream), and the exit
 statuses (2 a usage error, 3 sign-in refused with a one-line reason, also when the owner rotates
@@ -20,24 +20,22 @@ import httpx
 import pytest
 from exchange_client import ExchangeClient
 
-from tests.clients.conftest import EXCHANGE_CLIENT, cli_env, query, run_cli, stock
+from exchange.queries import DELIVERY_MEMBERS
+from tests.clients.conftest import (
+    EXCHANGE_CLIENT,
+    cli_env,
+    query,
+    run_cli,
+    stock,
+    subscribe,
+    topic_create,
+)
 from tests.stack.conftest import Adapter, Gunicorn, Owner, StackDatabase, wait_until
 
 pytestmark = pytest.mark.stack
 
-# The members of a received message, in the order the platform sends them.
-MESSAGE_MEMBERS = [
-    "messageId",
-    "receiptHandle",
-    "deliveryCount",
-    "redelivered",
-    "enqueuedAt",
-    "leaseExpiresAt",
-    "sender",
-    "type",
-    "headers",
-    "payload",
-]
+# The members of a received message, in the order the platform sends them: their one definition.
+MESSAGE_MEMBERS = [name for name, _, _ in DELIVERY_MEMBERS]
 # A handler that takes as long as the test wants: it notes the message when it starts, waits for
 # the file "go" in its working directory, and notes the message again when it finishes.
 GATED_COMMAND = (
@@ -168,6 +166,88 @@ def test_send_prints_the_message_id_and_duplicate_and_queues_the_payload_headers
             "order.note",
             {},
             {"note": "from standard input", "lines": ["ä", 2, None]},
+        ),
+    ]
+
+
+def test_publish_prints_the_publication_and_the_subscriber_receives_its_copy(
+    gunicorn: Gunicorn, owner: Owner
+) -> None:
+    publisher = owner.create_adapter("cli-publisher")
+    subscriber = owner.create_adapter("cli-subscriber")
+    topic_id = topic_create(owner, "cli-prices")
+    subscribe(owner, topic_id, subscriber)
+    env = cli_env(gunicorn.base_url, publisher, "cli-publisher-1")
+    price = (
+        "publish",
+        "--topic",
+        str(topic_id),
+        "--type",
+        "price.changed",
+        "--idempotency-key",
+        "price-a1-10",
+        "--header",
+        "trace-id=abc",
+        '{"sku": "A-1", "price": 10}',
+    )
+
+    first = run_cli(*price, env=env)
+    again = run_cli(*price, env=env)
+    piped = run_cli(
+        "publish",
+        "--topic",
+        str(topic_id),
+        "--type",
+        "price.note",
+        "-",
+        env=env,
+        stdin='{"note": "from standard input ä"}\n',
+    )
+    refused = run_cli("publish", "--topic", "999999", "--type", "t", "{}", env=env)
+
+    for done in (first, again, piped):
+        assert (done.returncode, done.stderr) == (0, ""), done
+        assert len(done.stdout.splitlines()) == 1
+    published = json.loads(first.stdout)
+    assert published == {
+        "publicationId": published["publicationId"],
+        "recipients": 1,
+        "refused": 0,
+        "duplicate": False,
+    }
+    uuid.UUID(published["publicationId"])
+    assert json.loads(again.stdout) == {**published, "duplicate": True}
+    from_stdin = json.loads(piped.stdout)
+    assert (from_stdin["recipients"], from_stdin["duplicate"]) == (1, False)
+    # No topic of that id, or one it may not publish to: the platform's refusal, exit 1.
+    assert (refused.returncode, refused.stdout) == (1, "")
+    [reason] = refused.stderr.splitlines()
+    assert reason.startswith("exchange-client: 403 PUBLISH_NOT_ALLOWED: "), reason
+
+    with ExchangeClient(
+        gunicorn.base_url, subscriber.login, subscriber.password, device_id="cli-subscriber-1"
+    ) as client:
+        received = client.receive(max_messages=10)
+        assert client.ack(received) == {m.message_id: "acked" for m in received}
+    copies = [
+        (m.sender, m.topic_id, m.publication_id, m.type, m.headers, m.payload) for m in received
+    ]
+    assert copies == [
+        (
+            publisher.adapter_id,
+            topic_id,
+            published["publicationId"],
+            "price.changed",
+            {"trace-id": "abc"},
+            {"sku": "A-1", "price": 10},
+        ),
+        (
+            publisher.adapter_id,
+            topic_id,
+            from_stdin["publicationId"],
+            "price.note",
+            {},
+            {"note": "from standard input ä"},
         ),
     ]
 
@@ -523,6 +603,10 @@ def test_rotating_the_password_under_a_running_consume_exits_3_and_loses_no_mess
         (("send", "--to", "seven", "--type", "t", "{}"), {}, "invalid int value"),
         (("send", "--to", "1", "--type", "t", "{not json"), {}, "PAYLOAD is not JSON"),
         (("send", "--to", "1", "--type", "t", "--header", "trace", "{}"), {}, "NAME=VALUE"),
+        (("publish", "--type", "t", "{}"), {}, "--topic"),
+        (("publish", "--topic", "prices", "--type", "t", "{}"), {}, "invalid int value"),
+        (("publish", "--topic", "1", "--type", "t", "{not json"), {}, "PAYLOAD is not JSON"),
+        (("publish", "--topic", "1", "--type", "t", "--header", "=x", "{}"), {}, "NAME=VALUE"),
         (("consume",), {}, "--exec"),
         (("whoami",), {"EXCHANGE_URL": ""}, "set EXCHANGE_URL"),
         (("whoami",), {"EXCHANGE_DEVICE_ID": "café-1"}, "EXCHANGE_DEVICE_ID"),

@@ -1,5 +1,6 @@
-"""docs/adapters.md works as printed: its curl walkthrough and its Python consumer, run verbatim
-against a live server with only BASE, LOGIN, PASSWORD and the consumer's own settings set."""
+"""docs/adapters.md works as printed: its curl walkthrough, its Python consumer and its examples of
+the client (topics too), run verbatim against a live server with only BASE, LOGIN, PASSWORD and
+the example's own settings set."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from time_machine import TimeMachineFixture
 
 from accounts.models import Session, User
 from accounts.services.adapters import AdapterCredentials, adapter_create
-from exchange.models import DeliveryLog, Message
+from exchange.models import DeliveryLog, Message, Publication
 from exchange.services.sending import message_send
+from exchange.services.topics import subscription_put, topic_create
 from tests.conftest import ROOT, LongPolls
 from tests.factories import UserFactory
 
@@ -436,3 +438,57 @@ def test_the_client_command_lines_send_consume_and_count_as_printed(
         '{"available":0,"inFlight":0,"delayed":0,"deadLettered":0,"oldestAgeSeconds":null}',
     ]
     assert sent.acked_by == "d:demo-cli-1"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_client_topics_example_publishes_once_and_each_subscriber_gets_a_copy(
+    live_server: LiveServer,
+    tmp_path: Path,
+    cabinet_user: User,
+    credentials: AdapterCredentials,
+    partner: User,
+):
+    # What the reader's owner did on /bus: a topic, with the reader's adapter and another
+    # subscribed to it.
+    topic = topic_create(owner=cabinet_user, name="prices")
+    for adapter_id in (credentials.adapter_id, partner.pk):
+        subscription_put(user=cabinet_user, topic=topic, adapter_id=adapter_id, types=None)
+    script = tmp_path / "topics.py"
+    script.write_text(runnable("client-topics", "python"))
+
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=with_the_client_installed(
+            environment(live_server, credentials, TOPIC_ID=str(topic.pk))
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    me = credentials.adapter_id
+    assert result.stdout.splitlines() == [
+        "2 0 True",
+        "2 0 False",
+        "2 0 False",
+        f"price.changed {{'sku': 'A-1', 'price': 10}} True {me}",
+        f"price.changed {{'sku': 'B-2', 'price': 20}} True {me}",
+        f"price.changed {{'sku': 'C-3', 'price': 30}} True {me}",
+    ]
+    by_sku = {
+        publication.payload["sku"]: publication.publication_id
+        for publication in Publication.objects.all()
+    }
+    publications = [by_sku["A-1"], by_sku["B-2"], by_sku["C-3"]]
+    assert len(by_sku) == 3
+    # The reader's copies were acknowledged; the other subscriber's wait, one per publication.
+    acked = DeliveryLog.objects.filter(recipient_id=me)
+    assert {logged.publication_id for logged in acked} == set(publications)
+    assert acked.count() == 3
+    waiting = Message.objects.filter(recipient=partner).order_by("seq")
+    assert [(m.publication_id, m.topic_id, m.sender_id) for m in waiting] == [
+        (publication_id, topic.pk, me) for publication_id in publications
+    ]

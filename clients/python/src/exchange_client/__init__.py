@@ -22,7 +22,7 @@ from exchange_client.errors import (
     Unavailable,
     ValidationError,
 )
-from exchange_client.messages import Message, Outgoing, Sent
+from exchange_client.messages import Message, Outgoing, Publication, Published, Sent
 from exchange_client.retries import RetryPolicy
 from exchange_client.stream import MessageStream, StreamEvent
 
@@ -37,6 +37,8 @@ __all__ = [
     "Outgoing",
     "PayloadTooLarge",
     "PermissionDenied",
+    "Publication",
+    "Published",
     "Release",
     "RetryPolicy",
     "Sent",

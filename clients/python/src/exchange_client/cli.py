@@ -1,4 +1,4 @@
-"""The ``exchange-client`` command: whoami, send, consume --exec, stream, stats.
+"""The ``exchange-client`` command: whoami, send, publish, consume --exec, stream, stats.
 
 Configured by EXCHANGE_URL, EXCHANGE_LOGIN, EXCHANGE_PASSWORD and EXCHANGE_DEVICE_ID. Exit
 status: 0 success, 1 a failure, 2 a usage error, 3 sign-in refused (one line on standard error
@@ -75,6 +75,13 @@ def _parser() -> argparse.ArgumentParser:
     _send_options(
         commands.add_parser("send", help='send a message; prints {"messageId", "duplicate"}')
     )
+    _publish_options(
+        commands.add_parser(
+            "publish",
+            help="publish a message to a topic; prints "
+            '{"publicationId", "recipients", "refused", "duplicate"}',
+        )
+    )
     _consume_options(
         commands.add_parser(
             "consume",
@@ -99,12 +106,23 @@ def _parser() -> argparse.ArgumentParser:
 
 def _send_options(send: argparse.ArgumentParser) -> None:
     send.add_argument("--to", type=int, required=True, metavar="ADAPTER_ID")
-    send.add_argument("--type", required=True)
-    send.add_argument("--idempotency-key", metavar="KEY", help="the same key never sends twice")
-    send.add_argument(
+    _message_options(send, key_help="the same key never sends twice")
+
+
+def _publish_options(publish: argparse.ArgumentParser) -> None:
+    publish.add_argument("--topic", type=int, required=True, metavar="TOPIC_ID")
+    _message_options(
+        publish, key_help="the same key never publishes twice (the namespace of your sends' keys)"
+    )
+
+
+def _message_options(parser: argparse.ArgumentParser, *, key_help: str) -> None:
+    parser.add_argument("--type", required=True)
+    parser.add_argument("--idempotency-key", metavar="KEY", help=key_help)
+    parser.add_argument(
         "--header", action="append", default=[], metavar="NAME=VALUE", help="repeatable"
     )
-    send.add_argument("payload", metavar="PAYLOAD", help="JSON text, or - for standard input")
+    parser.add_argument("payload", metavar="PAYLOAD", help="JSON text, or - for standard input")
 
 
 def _consume_options(consume: argparse.ArgumentParser) -> None:
@@ -229,7 +247,8 @@ def _run_command(command_line: str) -> Any:
 def _main(arguments: argparse.Namespace) -> None:
     payload: Any = None
     headers: dict[str, str] = {}
-    if arguments.command == "send":  # read before signing in: a usage error costs nothing
+    # Read before signing in: a usage error costs nothing.
+    if arguments.command in ("send", "publish"):
         payload = _payload(arguments.payload)
         headers = _headers(arguments.header)
     with _client() as client:
@@ -258,6 +277,22 @@ def _run(
             idempotency_key=arguments.idempotency_key,
         )
         _print({"messageId": sent.message_id, "duplicate": sent.duplicate})
+    elif arguments.command == "publish":
+        published = client.publish(
+            arguments.topic,
+            arguments.type,
+            payload,
+            headers=headers,
+            idempotency_key=arguments.idempotency_key,
+        )
+        _print(
+            {
+                "publicationId": published.publication_id,
+                "recipients": published.recipients,
+                "refused": published.refused,
+                "duplicate": published.duplicate,
+            }
+        )
     elif arguments.command == "stream":
         count = arguments.count
         _stream(

@@ -58,7 +58,8 @@ class ValidationError(ExchangeError):
 
 
 class PermissionDenied(ExchangeError):
-    """403: ``SEND_NOT_ALLOWED``, or a token that is not an adapter's."""
+    """403: ``SEND_NOT_ALLOWED``, ``PUBLISH_NOT_ALLOWED`` (a topic this adapter may not publish
+    to, or none of that id), or a token that is not an adapter's."""
 
 
 class NotFound(ExchangeError):
@@ -66,10 +67,10 @@ class NotFound(ExchangeError):
 
 
 class Conflict(ExchangeError):
-    """409: ``IDEMPOTENCY_KEY_REUSED`` (the same key with a different message), ``STREAM_OPEN``
-    (a receive from a device whose stream is open), ``WEBHOOK_ACTIVE`` (the adapter's messages
-    are pushed to its webhook: a receive, or a stream's end, says so; the owner turns the webhook
-    off to receive them again)."""
+    """409: ``IDEMPOTENCY_KEY_REUSED`` (the same key with a different message or publication:
+    sends and publishes share their keys), ``STREAM_OPEN`` (a receive from a device whose stream
+    is open), ``WEBHOOK_ACTIVE`` (the adapter's messages are pushed to its webhook: a receive,
+    or a stream's end, says so; the owner turns the webhook off to receive them again)."""
 
 
 class PayloadTooLarge(ExchangeError):

@@ -1,4 +1,4 @@
-"""What the exchange API hands out: received messages and the outcome of a send."""
+"""What the exchange API hands out: received messages and the outcome of a send or a publish."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ class Message:
 
     Delivery is at least once: the same ``message_id`` may come again (``redelivered``), so a
     handler must be idempotent, keyed by ``message_id``.
+
+    A topic's copy has the topic's ``topic_id`` and its publication's ``publication_id`` (the
+    same in every subscriber's copy; each copy has a ``message_id`` of its own); both are None
+    for a message sent directly, and from a platform without topics.
     """
 
     message_id: str
@@ -29,6 +33,9 @@ class Message:
     headers: dict[str, str]
     payload: Any
     raw: dict[str, Any] = field(repr=False, compare=False)
+    # Last, with defaults: a Message built by hand, by position, before topics still builds.
+    topic_id: int | None = None
+    publication_id: str | None = None
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Message:
@@ -44,6 +51,8 @@ class Message:
             headers=raw["headers"],
             payload=raw["payload"],
             raw=raw,
+            topic_id=raw.get("topicId"),
+            publication_id=raw.get("publicationId"),
         )
 
 
@@ -58,15 +67,7 @@ class Outgoing:
     idempotency_key: str | None = None
 
     def to_json(self, default_key: str) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "to": self.to,
-            "type": self.type,
-            "payload": self.payload,
-            "idempotencyKey": self.idempotency_key or default_key,
-        }
-        if self.headers:
-            body["headers"] = dict(self.headers)
-        return body
+        return {"to": self.to, **_item_json(self, default_key)}
 
 
 @dataclass(frozen=True)
@@ -76,3 +77,41 @@ class Sent:
 
     message_id: str
     duplicate: bool
+
+
+@dataclass(frozen=True)
+class Publication:
+    """A message for ``ExchangeClient.publish_batch``: what ``publish`` takes, as one value."""
+
+    type: str
+    payload: Any
+    headers: Mapping[str, str] | None = None
+    idempotency_key: str | None = None
+
+    def to_json(self, default_key: str) -> dict[str, Any]:
+        return _item_json(self, default_key)
+
+
+@dataclass(frozen=True)
+class Published:
+    """The outcome of a publish: the publication's id, the subscribers that got a copy
+    (``recipients``) and those whose queue was full and got none (``refused``), and whether an
+    earlier publish with the same idempotency key had made it already (then nothing new was
+    queued, and the figures are the first publish's)."""
+
+    publication_id: str
+    recipients: int
+    refused: int
+    duplicate: bool
+
+
+def _item_json(item: Outgoing | Publication, default_key: str) -> dict[str, Any]:
+    """A batch's message: its type, payload, key and headers (if any)."""
+    body: dict[str, Any] = {
+        "type": item.type,
+        "payload": item.payload,
+        "idempotencyKey": item.idempotency_key or default_key,
+    }
+    if item.headers:
+        body["headers"] = dict(item.headers)
+    return body
