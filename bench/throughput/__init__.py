@@ -1,6 +1,6 @@
 """The exchange benchmark: one run, one table.
 
-    .venv/bin/python -m bench.throughput [--quick] [--only abcdefghijkl] [--duration S] ...
+    .venv/bin/python -m bench.throughput [--quick] [--only abcdefghijklm] [--duration S] ...
 
 It builds a database of its own (``exchange_bench``, or ``--database``'s name: on the server of
 DATABASE_URL when that is set, on the embedded PostgreSQL otherwise; dropped and created anew on
@@ -21,6 +21,9 @@ beside RabbitMQ's and (d)'s, and a logout's end of a stream; (k) again with 2,00
 Then (l) of ``webhook_figures``: webhooks, the deliverer in the server's processes pushing to a
 receiver on loopback, beside the streams: delivered messages a second against (i), send ->
 endpoint latency against (j), and a fast endpoint alone and beside one that answers after 5 s.
+Then (m) of ``topic_figures``: topics, one publisher and 10, then 100, subscribers, beside a
+RabbitMQ fanout exchange bound to as many durable queues: publications and delivered copies a
+second, and the bytes written per publication.
 
 HTTP load comes from wrk (C, one connection per thread) with a Lua script that ACKs what each
 receive returned, so the client takes little of the machine's CPU; the latency figures (d, f) come
@@ -38,5 +41,7 @@ figure measured into a row), ``flow`` (the producer and consumer processes of (g
 side), ``stream_latency`` ((j)), ``streams_held`` ((k)'s thousands of streams),
 ``stream_figures`` ((i), (j) and (k)'s streams into rows), ``webhook_receiver`` ((l)'s
 endpoints), ``webhook_runs`` ((l)'s turns against them), ``webhook_figures`` ((l) into rows),
+``topic_runs`` ((m)'s turns and the API's side of them), ``topic_rabbitmq`` (RabbitMQ's side),
+``topic_written`` (the bytes each side wrote), ``topic_figures`` ((m) into rows),
 ``profiling`` (py-spy, ``--profile``), ``report`` (the table).
 """

@@ -34,6 +34,7 @@ from bench.throughput.servers import (
     sign_in,
 )
 from bench.throughput.stream_figures import push
+from bench.throughput.topic_figures import topics
 from bench.throughput.webhook_figures import webhooks
 
 
@@ -47,9 +48,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, help="seconds measured per throughput figure")
     parser.add_argument(
         "--only",
-        default="abcdefghijkl",
-        help="phases to run, e.g. 'ab' (default: all of abcdefghijkl; i, j and k's second half "
-        "measure push streams, l webhooks beside them)",
+        default="abcdefghijklm",
+        help="phases to run, e.g. 'ab' (default: all of abcdefghijklm; i, j and k's second half "
+        "measure push streams, l webhooks beside them, m topics beside a RabbitMQ fanout)",
     )
     parser.add_argument(
         "--profile",
@@ -112,14 +113,16 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as cleanup:
         if not args.keep_db:
             cleanup.callback(database_drop, database_url, args.database)
-        broker, rabbitmq = None, ""
-        if phases & set("ghij"):
+        broker, rabbitmq, fanout = None, "", ""
+        if phases & set("ghijm"):
             try:
                 broker, version = cleanup.enter_context(bench_queue())
             except (OSError, AMQPError) as error:
-                print(f"(g) to (j) need RabbitMQ (RABBITMQ_URL): {error}", file=sys.stderr)
+                print(f"(g) to (j) and (m) need RabbitMQ (RABBITMQ_URL): {error}", file=sys.stderr)
                 return 2
-            rabbitmq = f"{version} at {broker.where}"
+            rabbitmq = f"{version} at {broker.where}" if phases & set("ghij") else ""
+            if "m" in phases:
+                fanout = f"{version} at {broker.host}:{broker.port}, vhost {broker.virtual_host}"
         redis = cleanup.enter_context(redis_for_bench(workdir))
         log("starting gunicorn")
         # (g) sends without consumers, and RabbitMQ's queue has no bound: the API's bound
@@ -152,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         compare(bench, phases)
         push(bench, phases)
         webhooks(bench, phases)
+        topics(bench, phases)
 
     setting = Setting(
         node=platform.node(),
@@ -173,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         rabbitmq=rabbitmq,
         producers=plan.producers if phases & set("gh") else 0,
         webhooks="l" in phases,
+        topics=fanout,
     )
     profiles = []
     if args.profile is not None:

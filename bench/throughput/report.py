@@ -74,6 +74,7 @@ class Setting:
     rabbitmq: str = ""  # the broker of (g) to (j), and its queue
     producers: int = 0  # of (g) and (h), and as many consumers in (h)
     webhooks: bool = False  # (l) ran
+    topics: str = ""  # (m)'s RabbitMQ, when (m) ran
 
 
 def report(setting: Setting, rows: list[Row], notes: list[str], profiles: list[str]) -> str:
@@ -108,6 +109,12 @@ def report(setting: Setting, rows: list[Row], notes: list[str], profiles: list[s
         lines.append(
             "(l): the webhook deliverer in the server's processes (EXCHANGE_WEBHOOK_ALLOW_PRIVATE="
             "true), posting to bench.throughput.webhook_receiver on loopback (asyncio, keep-alive)"
+        )
+    if setting.topics:
+        lines.append(
+            "(m): 1 publisher and 10, then 100, subscribers per side (each side's subscribers in "
+            "2 processes), 1,024-byte payloads; the API's topic (http.client, asyncio) against a "
+            f"fanout exchange of {setting.topics} (py-amqp)"
         )
     lines += [
         "",
