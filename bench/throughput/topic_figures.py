@@ -212,6 +212,10 @@ def side_notes(key: str, turns: list[Turn]) -> list[str]:
         " " * 11 + f"WAL {wal / max(1, copies):,.0f} bytes per copy, {wal / publications:,.0f} "
         f"per publication; {wal_share(turns)}"
     )
+    lines.append(
+        " " * 11 + f"the autovacuum stand-in vacuumed the hot table "
+        f"{sum(t.vacuums for t in turns)} times (the server's autovacuum is off: autovacuum.py)"
+    )
     return lines
 
 

@@ -13,6 +13,7 @@ request, and long-polling again only when that ACK found nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import time
@@ -25,6 +26,7 @@ from typing import Any
 import psycopg
 
 from bench.throughput.api import call, caller_of
+from bench.throughput.autovacuum import autovacuum_stand_in
 from bench.throughput.machine import CpuMeter, CpuShare
 from bench.throughput.servers import Client, Server, manage
 from bench.throughput.topic_written import WalRecords, io_since, wal_kept, wal_records, written_now
@@ -201,6 +203,7 @@ class Turn:
     records_note: str  # why they were not
     pg_written: int | None  # write_bytes of PostgreSQL's processes counted
     beam_written: int | None  # write_bytes of beam.smp, None where unreadable
+    vacuums: int = 0  # VACUUMs of the hot table by the autovacuum stand-in during the turn
     before: float = 0.0  # the machine's CPU just before the turn, % of a core
 
     @property
@@ -227,7 +230,10 @@ def turn_run(
         context.Process(target=_work, args=(work, start, index, results))
         for index, work in enumerate([publisher, *groups])
     ]
-    with psycopg.connect(database_url, autocommit=True) as conn, wal_kept(conn):
+    # Our side's churn is vacuumed as production's autovacuum would (autovacuum.py).
+    stand_in = autovacuum_stand_in(database_url) if side == "api" else contextlib.nullcontext([0])
+    connected = psycopg.connect(database_url, autocommit=True)
+    with connected as conn, wal_kept(conn), stand_in as vacuums:
         for process in processes:
             process.start()
         time.sleep(max(0.0, start - 0.05 - time.monotonic()))
@@ -270,6 +276,7 @@ def turn_run(
         records_note=records if isinstance(records, str) else "",
         pg_written=io_since(before.pg_io, after.pg_io),
         beam_written=io_since(before.beam_io, after.beam_io),
+        vacuums=vacuums[0],
     )
 
 
