@@ -7,7 +7,8 @@ The API's side: the publisher posts BATCH publications per ``POST .../topics/{id
 a session of its own (``waiting.waiters_create``) on a keep-alive connection of its own
 (``waiting.Connection``, asyncio: several subscribers to a process), waiting in a long poll for
 its first copies, then acknowledging each batch with an ACK that receives the next 100 in the same
-request, and long-polling again only when that ACK found nothing.
+request, waiting for them as the long poll does: the loop of the adapters' client (its
+``consume()`` polling), one request per batch.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ PAYLOAD_BYTES = 1024
 STALL_SECONDS = 30.0  # a subscriber gives up once nothing has come for this long
 CONNECT_SECONDS = 2.0  # from the fork to the first publish: the subscribers connect and wait
 TAIL_SECONDS = 1.0  # after the last ACK, before the bytes written are read: writes behind
-LONG_POLL = f"/api/exchange/messages?max={BATCH}&waitSeconds=5"
+WAIT_SECONDS = 5
+LONG_POLL = f"/api/exchange/messages?max={BATCH}&waitSeconds={WAIT_SECONDS}"
 ACK = "/api/exchange/messages/ack"
 TOPICS_CODE = """
 import json
@@ -150,7 +152,7 @@ def api_subscribers(server: Server, waiters: list[Waiter], expected: int, start:
                 else:
                     body: dict[str, Any] = {"messageIds": [m["messageId"] for m in pending]}
                     if acked + len(pending) < expected:  # the last ACK waits for nothing
-                        body["receive"] = {"max": BATCH}
+                        body["receive"] = {"max": BATCH, "waitSeconds": WAIT_SECONDS}
                     status, content = await connection.request("POST", ACK, body)
                 acked_at = time.monotonic()
                 part.requests += 1
