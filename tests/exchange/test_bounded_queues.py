@@ -20,7 +20,7 @@ from prometheus_client import REGISTRY
 from accounts.models import AuditEvent, User
 from exchange.models import DeadLetter, Message
 from exchange.services import queues
-from exchange.services.queues import queues_trim
+from exchange.services.queues import DEPTH_SECONDS, _depth_key, _reserve_all, queues_trim
 from tests.conftest import ApiClient
 from tests.exchange.test_messages_api import ack, receive, send
 from tests.factories import DEFAULT_PASSWORD, AdapterFactory, UserFactory
@@ -300,3 +300,23 @@ def test_parallel_sends_never_take_more_places_than_the_limit(settings, owner, a
 
     assert sorted(statuses) == [201] * 3 + [429] * 7
     assert Message.objects.filter(recipient=adapter).count() == 5
+
+
+def test_the_depths_reserved_in_one_round_trip_are_the_caches_counts(settings):
+    # A publication reserves its subscribers' places in one Lua script on the keys and integers
+    # the cache writes (queues._reserve_all): django-redis's make_key and its raw integers.
+    assert settings.REDIS_URL, "the exchange's tests run with Redis"
+    counted, uncounted = 10**9 + 1, 10**9 + 2
+    cache.add(_depth_key(counted), 5, 60)
+
+    reserved = _reserve_all({counted: 2, uncounted: 3})
+    first_counting = _reserve_all({uncounted: 3}, {uncounted: 10})
+    second_counting = _reserve_all({uncounted: 1}, {uncounted: 99})  # set already: taken as is
+
+    assert reserved == {counted: 7, uncounted: None}
+    assert cache.get(_depth_key(counted)) == 7
+    assert first_counting == {uncounted: 13}
+    assert second_counting == {uncounted: 14}
+    cache.decr(_depth_key(uncounted), 4)
+    assert cache.get(_depth_key(uncounted)) == 10
+    assert 0 < cache.ttl(_depth_key(uncounted)) <= DEPTH_SECONDS

@@ -10,10 +10,12 @@ from collections import Counter
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.models import User
 from exchange.models import DeadLetter, DeliveryLog, Message, Publication, Subscription, Topic
 from exchange.services.dead_letters import dead_letters_redrive
+from exchange.services.publishing import Published, Publishing, topic_publish_many
 from exchange.services.queues import queues_trim
 from tests.exchange.test_messages_api import ack, expire_leases, receive, send
 from tests.exchange.topics import (
@@ -326,3 +328,22 @@ def test_four_publishers_and_twenty_subscribers_in_parallel_get_each_copy_once(
     assert Publication.objects.filter(topic_id=topic.pk).count() == 200
     for client in clients.values():
         client.close()
+
+
+def test_a_publish_costs_the_same_statements_whatever_its_subscribers(cabinet, owner):
+    """The subscriptions in one statement, the depths counted in one, the publication and its
+    copies in one: nothing per subscriber (and, with Redis, one round trip for their places)."""
+    publisher = AdapterFactory.create(owner=owner)
+    few, many = topic_create(cabinet, "few"), topic_create(cabinet, "many")
+    for topic, count in ((few, 2), (many, 20)):
+        for adapter in AdapterFactory.create_batch(count, owner=owner):
+            subscribe(cabinet, topic, adapter)
+    items = [Publishing(type="t", payload=n, headers={}) for n in range(5)]
+
+    def statements(topic: int) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            outcomes = topic_publish_many(publisher=publisher, topic_id=topic, items=items)
+        assert all(isinstance(outcome, Published) for outcome in outcomes)
+        return len(queries.captured_queries)
+
+    assert statements(few) == statements(many) <= 3
