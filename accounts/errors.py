@@ -235,3 +235,13 @@ class SessionNotFound(ApplicationError):
     status = 404
     code = "NOT_FOUND"
     default_detail = "You have no live session with this id."
+
+
+class PasskeyInvalid(ApplicationError):
+    """An attestation or assertion that failed verification: a wrong, used or expired challenge
+    (requestId), an unknown or removed credential, a signature that does not verify, a sign
+    count going backwards, user verification missing where required."""
+
+    status = 400
+    code = "PASSKEY_INVALID"
+    default_detail = "The passkey's answer could not be verified; start again."

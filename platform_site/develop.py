@@ -8,6 +8,7 @@ production worker's Server: platform_site/worker.py).
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 
 import uvicorn
@@ -23,6 +24,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     arguments = parser.parse_args(argv)
+    # Passkeys are made for the origin the browser shows: this server's port on localhost (a
+    # secure context over http, where a bare IP address is not), unless the settings say more.
+    os.environ.setdefault("WEBAUTHN_ORIGINS", f"http://localhost:{arguments.port}")
     config = uvicorn.Config(
         "platform_site.asgi:application",
         host=arguments.host,

@@ -318,6 +318,14 @@ AXES_VERBOSE = False
 
 # --- Exchange ------------------------------------------------------------------------------------
 
+# Passkeys (docs/sessions.md, "Passkeys"): the relying party is the site's host name, and the
+# origins a ceremony may come from. A browser treats http://localhost as a secure context and a
+# bare IP address over http not: the embedded mode's default is localhost and its port.
+# The embedded mode's server sets the origin of the port it serves (platform_site/develop.py).
+WEBAUTHN_RP_ID = env_str("WEBAUTHN_RP_ID", "localhost")
+WEBAUTHN_ORIGINS = env_list("WEBAUTHN_ORIGINS", ["http://localhost:8000"])
+WEBAUTHN_CHALLENGE_SECONDS = 300
+
 EXCHANGE_MAX_DELIVERIES = env_int("EXCHANGE_MAX_DELIVERIES", 10, minimum=1)
 EXCHANGE_HISTORY_DAYS = env_int("EXCHANGE_HISTORY_DAYS", 7, minimum=1)
 EXCHANGE_MAX_PAYLOAD_BYTES = env_int("EXCHANGE_MAX_PAYLOAD_BYTES", 256 * 1024, minimum=1024)

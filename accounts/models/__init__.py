@@ -3,6 +3,7 @@ the migrations look them up as accounts.models.<name>)."""
 
 from accounts.models.audit import AuditEvent
 from accounts.models.outbox import OutboxMessage
+from accounts.models.passkeys import Passkey, PasskeyChallenge
 from accounts.models.sign_in import Authenticator, Challenge, RecoveryCode, Session, SignInGate
 from accounts.models.users import (
     EMAIL_TAKEN_MESSAGE,
@@ -19,6 +20,8 @@ __all__ = [
     "Authenticator",
     "Challenge",
     "OutboxMessage",
+    "Passkey",
+    "PasskeyChallenge",
     "RecoveryCode",
     "Session",
     "SignInGate",

@@ -34,6 +34,9 @@ class AuditEvent(models.Model):
         RECOVERY_CODE_USED = "RECOVERY_CODE_USED", _("Recovery code used")
         TWO_FACTOR_RESET = "TWO_FACTOR_RESET", _("Two-factor sign-in reset by an administrator")
         ADAPTER_PASSWORD_ROTATED = "ADAPTER_PASSWORD_ROTATED", _("Adapter password rotated")
+        PASSKEY_ADDED = "PASSKEY_ADDED", _("Passkey added")
+        PASSKEY_REMOVED = "PASSKEY_REMOVED", _("Passkey removed")
+        PASSKEY_CLONED = "PASSKEY_CLONED", _("Passkey refused: its sign count went backwards")
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
     user = models.ForeignKey(
