@@ -14,13 +14,17 @@ from exchange.api.inputs import PUBLISH, batch_items, send_input
 from exchange.api.responses import json_response
 from exchange.api.serializers import (
     BATCH_STATUSES,
-    IDEMPOTENCY_KEY_RULE,
     ItemErrorField,
     PublishBatchInput,
     PublishInput,
-    idempotency_key_valid,
 )
-from exchange.api.views import IDEMPOTENCY_HEADER, ExchangeApi, batch_failure, batch_outcomes
+from exchange.api.views import (
+    IDEMPOTENCY_HEADER,
+    ExchangeApi,
+    batch_failure,
+    batch_outcomes,
+    idempotency_key_of,
+)
 from exchange.errors import IdempotencyKeyReused, PublishNotAllowed, SendInterrupted
 from exchange.services.publishing import (
     Published,
@@ -28,7 +32,7 @@ from exchange.services.publishing import (
     topic_publish,
     topic_publish_many,
 )
-from platform_site.errors import ApplicationError, ValidationFailed
+from platform_site.errors import ApplicationError
 from platform_site.openapi import answers
 
 RECIPIENTS_HELP = "The subscribers that got a copy."
@@ -81,9 +85,7 @@ class TopicMessagesApi(ExchangeApi):
         tags=["exchange"],
     )
     def post(self, request: AuthenticatedRequest, topic_id: int) -> HttpResponse:
-        key = request.headers.get("Idempotency-Key")
-        if key is not None and not idempotency_key_valid(key):
-            raise ValidationFailed({"Idempotency-Key": [IDEMPOTENCY_KEY_RULE]})
+        key = idempotency_key_of(request)
         message = send_input(request.data, PUBLISH)
         published = topic_publish(
             publisher=request.user,

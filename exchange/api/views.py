@@ -76,6 +76,15 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 
 
+def idempotency_key_of(request: AuthenticatedRequest) -> str | None:
+    """The request's Idempotency-Key header (a send's or a publish's), or None; a value that
+    breaks IDEMPOTENCY_KEY_RULE is 400 VALIDATION_FAILED."""
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and not idempotency_key_valid(key):
+        raise ValidationFailed({"Idempotency-Key": [IDEMPOTENCY_KEY_RULE]})
+    return key
+
+
 def exchange_limits(user_id: int) -> list[Limit]:
     """An adapter's exchange requests: counted in the session check's round trip with Redis."""
     return [Limit("exchange", f"adapter:{user_id}", settings.EXCHANGE_RATE_LIMIT)]
@@ -158,9 +167,7 @@ class MessagesApi(ExchangeApi):
     )
     @answers(SendNotAllowed, IdempotencyKeyReused, QueueFull, SendInterrupted)
     def post(self, request: AuthenticatedRequest) -> HttpResponse:
-        key = request.headers.get("Idempotency-Key")
-        if key is not None and not idempotency_key_valid(key):
-            raise ValidationFailed({"Idempotency-Key": [IDEMPOTENCY_KEY_RULE]})
+        key = idempotency_key_of(request)
         message = send_input(request.data)
         sent = message_send(
             sender=request.user,
