@@ -148,3 +148,21 @@ class AdapterCreateForm(forms.Form):
         required=False,
         help_text=_("Leave empty for a generated one."),
     )
+
+
+class PasskeyAnswerForm(forms.Form):
+    """What static/passkeys.js posts after the browser's ceremony: the ``requestId`` of the
+    options it was given and the credential's JSON (credential.toJSON()), both hidden."""
+
+    requestId = forms.UUIDField()  # the API's name, as the script posts it
+    credential = forms.JSONField()
+
+    def clean_credential(self) -> dict[str, Any]:
+        credential = self.cleaned_data["credential"]
+        if not isinstance(credential, dict):
+            raise forms.ValidationError("not a credential")
+        return credential
+
+
+class PasskeyAddForm(PasskeyAnswerForm):
+    name = forms.CharField(max_length=100, required=False)

@@ -1,5 +1,5 @@
 """The cabinet's pages. The signed-in person's own pages: the profile (/welcome), security
-(sessions, two-factor sign-in)."""
+(sessions, two-factor sign-in, passkeys)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from accounts.errors import (
 )
 from accounts.models import AuditEvent, Challenge, User
 from accounts.selectors import challenge_of, sessions_live
+from accounts.services.passkeys import passkeys_of
 from accounts.services.profile import (
     profile_language_set,
     profile_update,
@@ -93,6 +94,7 @@ def security_page(request: HttpRequest) -> HttpResponse:
             ],
             "events": AuditEvent.objects.filter(user=user).order_by("-created_at")[:20],
             "recovery_codes_left": recovery_codes_remaining(user=user),
+            "passkeys": passkeys_of(user=user),
         },
     )
 

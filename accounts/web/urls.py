@@ -2,11 +2,17 @@ from django.urls import path
 
 from accounts.dev import dev_outbox
 from accounts.session_rules import Action, performs
-from accounts.web import passwords, profile, registration, sign_in, two_factor
+from accounts.web import passkeys, passwords, profile, registration, sign_in, two_factor
 
 urlpatterns = [
     path("login", sign_in.login_page, name="login"),
     path("login/two-factor", sign_in.two_factor_page, name="login-two-factor"),
+    path("login/passkey", passkeys.passkey_sign_in_page, name="login-passkey"),
+    path(
+        "login/passkey/options",
+        passkeys.passkey_sign_in_options_page,
+        name="login-passkey-options",
+    ),
     path("logout", performs(Action.SIGN_OUT)(sign_in.logout_page), name="logout"),
     path("register", registration.register_page, name="register"),
     path("register/confirm", registration.register_confirm_page, name="register-confirm"),
@@ -28,6 +34,13 @@ urlpatterns = [
         "settings/two-factor/recovery-codes",
         two_factor.recovery_codes_new_page,
         name="two-factor-recovery-codes",
+    ),
+    path("settings/passkeys", passkeys.passkey_add_page, name="passkey-add"),
+    path("settings/passkeys/options", passkeys.passkey_options_page, name="passkey-options"),
+    path(
+        "settings/passkeys/<uuid:passkey_id>/remove",
+        passkeys.passkey_remove_page,
+        name="passkey-remove",
     ),
     path("settings/sessions/revoke", profile.session_revoke_page, name="session-revoke"),
     path("dev/outbox", performs(Action.PAGE_SUPPORT)(dev_outbox), name="dev-outbox"),
