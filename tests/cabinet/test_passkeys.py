@@ -213,3 +213,15 @@ def test_the_sign_in_page_offers_a_passkey_and_the_security_page_says_what_it_ne
     assert "/static/passkeys.js" in text(login)
     assert "Passkeys need a browser that supports them" in text(security)
     assert 'id="passkey-add" hidden' in text(security)
+
+
+def test_the_scripts_sentences_are_in_the_pages_language(browser):
+    browser.post("/i18n/setlang/", {"language": "ru", "next": "/settings/security"})
+
+    security = text(browser.get("/settings/security"))
+    login = text(Client(headers={"accept-language": "ru"}).get("/login"))
+
+    assert 'data-cancelled="Ключ доступа не добавлен: действие отменено' in security
+    assert "Добавить ключ доступа" in security
+    assert 'data-cancelled="Вход не выполнен: ключ доступа отменён' in login
+    assert "Войти с ключом доступа" in login  # noqa: RUF001
