@@ -101,16 +101,20 @@ def test_an_outage_logs_at_most_one_warning_per_request_and_no_error(
     assert {outcome(r) for r in during} == {(503, "SERVICE_UNAVAILABLE")}
     assert [r for r in records if r["level"] in {"ERROR", "CRITICAL"}] == []
     # The request's own lines: at most one WARNING each. The pool's reconnection lines come once
-    # per pooled connection, the long polls' listener's once per process, not per request.
+    # per pooled connection, the long polls' listener's and the webhook deliverer's once per
+    # process (each holds a connection of its own), not per request.
+    per_process = {"exchange.wakeups", "exchange.webhooks.delivery"}
     ours = [
         r
         for r in records
-        if r["level"] == "WARNING" and r["logger"] not in {"psycopg.pool", "exchange.wakeups"}
+        if r["level"] == "WARNING" and r["logger"] not in {"psycopg.pool", *per_process}
     ]
     listener = [r["message"] for r in records if r["logger"] == "exchange.wakeups"]
+    deliverer = [r["message"] for r in records if r["logger"] == "exchange.webhooks.delivery"]
     changes = [r for r in ours if r["logger"] == "platform_site.db.availability"]
     assert len(ours) - len(changes) <= len(during)
     # Each worker that met the outage says so once, and once that it is over.
     assert 1 <= sum("does not answer" in r["message"] for r in changes) <= WORKERS
     assert sum("answers again" in r["message"] for r in changes) <= WORKERS
     assert sum(message.startswith("Exchange listener lost") for message in listener) <= WORKERS
+    assert sum("lost its connection" in message for message in deliverer) <= WORKERS
