@@ -12,23 +12,22 @@ It keeps what the platform asks of every adapter (docs/adapters.md of the platfo
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import socket
 import threading
-import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import httpx
 
-from exchange_client.errors import ExchangeError, error_from_problem
+from exchange_client.batches import MAX_BATCH, batches_post
+from exchange_client.errors import ExchangeError
 from exchange_client.messages import Message, Outgoing, Publication, Published, Sent
-from exchange_client.retries import Deadline, RetryPolicy
+from exchange_client.retries import RetryPolicy
 from exchange_client.session import Session
 from exchange_client.stream import IDLE_TIMEOUT, MessageStream
 
@@ -37,14 +36,11 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-logger = logging.getLogger("exchange_client")
 _Client = TypeVar("_Client", bound="ExchangeClient")
-_Outcome = TypeVar("_Outcome", Sent, Published)
 
 DEVICE_ID_ENV = "EXCHANGE_DEVICE_ID"
 _DEVICE_ID = re.compile(r"[\x20-\x7e]{1,128}")
-# Messages per batch send or publish; ids or receipt handles per ACK, release or extend.
-MAX_BATCH = 100
+# Ids or receipt handles per ACK, release or extend: as many as a batch's messages (MAX_BATCH).
 
 
 def default_device_id() -> str:
@@ -181,7 +177,9 @@ class ExchangeClient:
         under the client's retry policy, as a single send would be; those still refused when
         it gives up are ``Unavailable``.
         """
-        return self._batches(
+        return batches_post(
+            self._call,
+            self.retry,
             "/api/exchange/messages/batch",
             [message.to_json(uuid.uuid4().hex) for message in messages],
             lambda result: Sent(result["messageId"], duplicate=result["status"] == "duplicate"),
@@ -209,7 +207,7 @@ class ExchangeClient:
         answer = self._call(
             "POST", _topic_path(topic_id), json=body, headers={"Idempotency-Key": key}
         ).json()
-        return _published(answer, duplicate=bool(answer.get("duplicate")))
+        return Published.from_json(answer, duplicate=bool(answer.get("duplicate")))
 
     def publish_batch(
         self, topic_id: int, items: Iterable[Publication]
@@ -218,10 +216,12 @@ class ExchangeClient:
         each, in order, ``Published`` or the ``ExchangeError`` that refused it alone, keyed,
         split and sent again after a 429 exactly as ``send_batch`` does. Every one is
         PermissionDenied (``PUBLISH_NOT_ALLOWED``) when this adapter may not publish there."""
-        return self._batches(
+        return batches_post(
+            self._call,
+            self.retry,
             f"{_topic_path(topic_id)}/batch",
             [item.to_json(uuid.uuid4().hex) for item in items],
-            lambda result: _published(result, duplicate=result["status"] == "duplicate"),
+            lambda result: Published.from_json(result, duplicate=result["status"] == "duplicate"),
             "Batch publish",
         )
 
@@ -352,51 +352,6 @@ class ExchangeClient:
         its refresh token does."""
         self._session.logout()
 
-    def _batches(
-        self,
-        path: str,
-        bodies: list[dict[str, Any]],
-        outcome: Callable[[dict[str, Any]], _Outcome],
-        what: str,
-    ) -> list[_Outcome | ExchangeError]:
-        """Post ``bodies`` to the batch endpoint ``path``, 100 per request, sending again what a
-        429 refused under the retry policy: each body's ``outcome`` of its result, or its
-        error, in order."""
-        outcomes: dict[int, _Outcome | ExchangeError] = {}
-        for start in range(0, len(bodies), MAX_BATCH):
-            positions = list(range(start, min(start + MAX_BATCH, len(bodies))))
-            deadline = Deadline(self.retry.give_up_after)
-            attempt = 0
-            while positions:
-                attempt += 1
-                answer = self._call(
-                    "POST", path, json={"messages": [bodies[position] for position in positions]}
-                ).json()
-                again: list[int] = []
-                retry_after = 0.0
-                for position, result in zip(positions, answer["results"], strict=True):
-                    error = result.get("error")
-                    if error is not None and error["status"] == 429:
-                        again.append(position)
-                        retry_after = max(retry_after, error.get("retryAfterSeconds", 0))
-                    if error is not None:
-                        outcomes[position] = error_from_problem(error["status"], error)
-                    else:
-                        outcomes[position] = outcome(result)
-                wait = self.retry.wait(attempt, retry_after)
-                if not again or not deadline.allows(wait):
-                    break
-                logger.warning(
-                    "%s: %d of %d refused for now; retrying them in %.1f s",
-                    what,
-                    len(again),
-                    len(positions),
-                    wait,
-                )
-                time.sleep(wait)
-                positions = again
-        return [outcomes[position] for position in range(len(bodies))]
-
     def _by_receipt(
         self, path: str, messages: Iterable[Message | str], options: dict[str, int]
     ) -> dict[str, str]:
@@ -411,12 +366,3 @@ class ExchangeClient:
 def _topic_path(topic_id: int) -> str:
     # :d refuses anything but an integer: no other text reaches the path.
     return f"/api/exchange/topics/{topic_id:d}/messages"
-
-
-def _published(answer: dict[str, Any], *, duplicate: bool) -> Published:
-    return Published(
-        publication_id=answer["publicationId"],
-        recipients=answer["recipients"],
-        refused=answer["refused"],
-        duplicate=duplicate,
-    )

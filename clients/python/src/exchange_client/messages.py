@@ -104,6 +104,16 @@ class Published:
     refused: int
     duplicate: bool
 
+    @classmethod
+    def from_json(cls, answer: dict[str, Any], *, duplicate: bool) -> Published:
+        """A publish's answer, or a batch publish's result."""
+        return cls(
+            publication_id=answer["publicationId"],
+            recipients=answer["recipients"],
+            refused=answer["refused"],
+            duplicate=duplicate,
+        )
+
 
 def _item_json(item: Outgoing | Publication, default_key: str) -> dict[str, Any]:
     """A batch's message: its type, payload, key and headers (if any)."""
