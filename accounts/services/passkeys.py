@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 from django.utils import timezone
 from webauthn import (
@@ -140,20 +140,21 @@ def passkey_register(
         for transport in credential.get("response", {}).get("transports", []) or []
         if transport in {t.value for t in AuthenticatorTransport}
     ]
-    with transaction.atomic():
-        if Passkey.objects.filter(credential_id=verified.credential_id).exists():
-            raise PasskeyInvalid("This passkey is registered already.")
-        passkey = Passkey.objects.create(
-            user=user,
-            credential_id=verified.credential_id,
-            public_key=verified.credential_public_key,
-            sign_count=verified.sign_count,
-            transports=transports,
-            aaguid=verified.aaguid,
-            backup_eligible=verified.credential_device_type == "multi_device",
-            backed_up=verified.credential_backed_up,
-            name=(name or "").strip()[:MAX_NAME] or _default_name(user),
-        )
+    try:
+        with transaction.atomic():
+            passkey = Passkey.objects.create(
+                user=user,
+                credential_id=verified.credential_id,
+                public_key=verified.credential_public_key,
+                sign_count=verified.sign_count,
+                transports=transports,
+                aaguid=verified.aaguid,
+                backup_eligible=verified.credential_device_type == "multi_device",
+                backed_up=verified.credential_backed_up,
+                name=(name or "").strip()[:MAX_NAME] or _default_name(user),
+            )
+    except IntegrityError:  # the credential id is unique: registered already
+        raise PasskeyInvalid("This passkey is registered already.") from None
     audit(AuditEvent.Kind.PASSKEY_ADDED, user=user, request=request, passkey=str(passkey.pk))
     return passkey
 

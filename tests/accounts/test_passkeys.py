@@ -257,3 +257,14 @@ def test_a_disabled_account_is_not_signed_in_by_its_passkey(cabinet, owner):
 
     assert response.status_code == 403
     assert response.json()["code"] == "ACCOUNT_DISABLED"
+
+
+def test_a_credential_registered_already_is_refused(cabinet):
+    authenticator = SoftAuthenticator()  # one that ignores excludeCredentials
+    assert registered(cabinet, authenticator).status_code == 201
+
+    again = registered(cabinet, authenticator)
+
+    assert again.status_code == 400
+    assert again.json()["code"] == "PASSKEY_INVALID"
+    assert Passkey.objects.count() == 1
