@@ -33,6 +33,7 @@ sends_refused = Counter(
     "Sends refused for the recipient's sake, by reason (queue_full)",
     ["reason"],
 )
+sends_refused.labels("queue_full")
 expired = Counter(
     "platform_exchange_messages_expired",
     "Messages moved to the dead letters unreceived after EXCHANGE_MESSAGE_RETENTION_DAYS",

@@ -68,7 +68,7 @@ END_DETAILS = {
     "WEBHOOK_ACTIVE": "This adapter's webhook is enabled: its messages are pushed there.",
 }
 
-places = Places(metrics.streams_open)
+places = Places(metrics.streams_open, place="stream")
 
 
 class Stream:

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from prometheus_client import Gauge
+from prometheus_client import Counter, Gauge
 from rest_framework.request import Request
 
 from platform_site.errors import ServerBusy
@@ -33,6 +33,18 @@ waiting_requests = Gauge(
     "Requests the server holds on its event loop until they can be answered (long polls)",
     multiprocess_mode="livesum",
 )
+# What a process refuses with 503 SERVER_BUSY because it holds as many as it may: the alert
+# "out of room for waiting consumers" (deploy/observability) reads it.
+busy_refusals = Counter(
+    "platform_server_busy_refusals",
+    "Requests refused with 503 SERVER_BUSY because their server process held as many as it may, "
+    "by place: long_poll (EXCHANGE_LONG_POLL_MAX_WAITING) or stream "
+    "(EXCHANGE_STREAM_MAX_CONNECTIONS)",
+    ["place"],
+)
+PLACES = ("long_poll", "stream")
+for _place in PLACES:
+    busy_refusals.labels(_place)
 
 Wake = Callable[[float], Awaitable[object]]
 
@@ -121,17 +133,19 @@ def arrived_at(request: HttpRequest | Request) -> datetime | None:
 
 class Places:
     """What this process holds at once (waiting requests, open streams), bounded by the ``limit``
-    each taker names, and counted in ``gauge``."""
+    each taker names, and counted in ``gauge``; refusals counted under ``place`` (PLACES)."""
 
-    def __init__(self, gauge: Gauge) -> None:
+    def __init__(self, gauge: Gauge, *, place: str) -> None:
         self._lock = threading.Lock()
         self.gauge = gauge
+        self.refused = busy_refusals.labels(place)
         self.count = 0
 
     def take(self, limit: int) -> None:
         """One more place, or ServerBusy (503) when ``limit`` are taken."""
         with self._lock:
             if self.count >= limit:
+                self.refused.inc()
                 raise ServerBusy()
             self.count += 1
         self.gauge.inc()

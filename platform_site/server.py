@@ -65,7 +65,7 @@ class Server:
         self.handler = handler
         self.on_startup = list(on_startup)  # called on the event loop before the first request
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="django")
-        self.waiting = Places(waiting_requests)
+        self.waiting = Places(waiting_requests, place="long_poll")
         # Set when the process begins to stop (stop_serving): waiting requests answer at once,
         # streams end.
         self.stopping = asyncio.Event()
