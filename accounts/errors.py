@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from platform_site.errors import ApplicationError, RateLimited
 from platform_site.timestamps import rfc3339
@@ -142,26 +143,26 @@ class EmailNotConfirmed(ApplicationError):
 
 
 class TwoFactorRequired(ApplicationError):
-    """The password was right; the second factor comes next. An SMS code was sent (and may be
-    resent after ``retryAfterSeconds``), or the code comes from the authenticator app (TOTP:
-    nothing is sent, so the answer has no ``retryAfterSeconds``)."""
+    """The password was right; the second factor comes next (``confirmMethod``): an SMS code
+    was sent (and may be resent after ``retryAfterSeconds``), the code comes from the
+    authenticator app (TOTP), or a passkey answers ``options`` (PASSKEY); nothing is sent for
+    the last two, so their answer has no ``retryAfterSeconds``. ``otherMethods`` are the
+    person's other factors, which /api/auth/login/two-factor/resend switches to."""
 
     status = 428
     code = "TWO_FACTOR_REQUIRED"
     default_detail = "Enter the code sent by SMS: continue with /api/auth/login/two-factor/confirm."
-    TOTP_DETAIL = (
-        "Enter the code your authenticator app shows: continue with "
-        "/api/auth/login/two-factor/confirm."
-    )
+    DETAILS = {
+        "TOTP": "Enter the code your authenticator app shows: continue with "
+        "/api/auth/login/two-factor/confirm.",
+        "PASSKEY": "Confirm with your passkey: send its credential to "
+        "/api/auth/login/two-factor/confirm.",
+    }
 
-    def __init__(
-        self, *, request_id: str, retry_after_seconds: int | None, confirm_method: str = "SMS"
-    ) -> None:
-        extra: dict[str, object] = {"requestId": request_id, "confirmMethod": confirm_method}
-        if retry_after_seconds is not None:
-            extra["retryAfterSeconds"] = retry_after_seconds
-        super().__init__(self.TOTP_DETAIL if confirm_method == "TOTP" else None, extra=extra)
-        self.confirm_method = confirm_method
+    def __init__(self, asked: dict[str, Any]) -> None:
+        extra = {name: value for name, value in asked.items() if value is not None}
+        self.confirm_method = str(extra["confirmMethod"])
+        super().__init__(self.DETAILS.get(self.confirm_method), extra=extra)
 
 
 class CodeInvalid(ApplicationError):

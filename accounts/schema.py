@@ -103,12 +103,39 @@ EXAMPLES: dict[ErrorClass, ApplicationError] = {
         RateLimited(retry_after_seconds=42),
         AccountLocked(locked_until=_EXAMPLE_TIME),
         EmailNotConfirmed(request_id=_EXAMPLE_REQUEST_ID, retry_after_seconds=60),
-        TwoFactorRequired(request_id=_EXAMPLE_REQUEST_ID, retry_after_seconds=60),
+        TwoFactorRequired(
+            {
+                "requestId": _EXAMPLE_REQUEST_ID,
+                "confirmMethod": "SMS",
+                "retryAfterSeconds": 60,
+                "otherMethods": ["PASSKEY"],
+            }
+        ),
         CodeInvalid(attempts_remaining=4),
         CodeExpired(attempts_remaining=4),
         ResendTooEarly(retry_after_seconds=42),
     )
 }
+
+
+# The 428 of a sign-in whose second step is a passkey: its request options instead of a code's
+# cooldown. Declared beside TwoFactorRequired, so the schema names the members of both shapes.
+PASSKEY_STEP = TwoFactorRequired(
+    {
+        "requestId": _EXAMPLE_REQUEST_ID,
+        "confirmMethod": "PASSKEY",
+        "options": {
+            "challenge": "0t7Zr1xH4u9m3VbQ2cKfP8sN6wYgLdJeA5oTnRiUqMk",
+            "timeout": 300000,
+            "rpId": "localhost",
+            "allowCredentials": [
+                {"id": "mQx3b2Zt9Lr4YwKcN1pV7A", "type": "public-key", "transports": ["internal"]}
+            ],
+            "userVerification": "preferred",
+        },
+        "otherMethods": ["SMS"],
+    }
+)
 
 
 def answer_of(declared: Declaration) -> Answer | None:

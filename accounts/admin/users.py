@@ -103,7 +103,7 @@ class UserAdmin(DjangoUserAdmin[User]):
         "is_staff",
         "email_confirmed",
         "two_factor_enabled",
-        "two_factor_method",
+        "code_factor",
         "reset_password_required",
     )
     search_fields = ("username", "email", "first_name", "last_name", "phone")
@@ -121,6 +121,7 @@ class UserAdmin(DjangoUserAdmin[User]):
                     "is_active",
                     "email_confirmed",
                     "two_factor_enabled",
+                    "code_factor",
                     "two_factor_method",
                     "reset_password_required",
                     "account_expires_at",
@@ -136,6 +137,7 @@ class UserAdmin(DjangoUserAdmin[User]):
     readonly_fields = (
         "sign_in_lock",
         "two_factor_enabled",
+        "code_factor",
         "two_factor_method",
         "password_changed_at",
         "last_login",

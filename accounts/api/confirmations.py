@@ -23,9 +23,12 @@ from accounts.api.serializers import (
     ResendOutput,
     ResetPasswordConfirmInput,
     ResetPasswordInput,
+    TwoFactorConfirmInput,
+    TwoFactorResendInput,
+    TwoFactorResendOutput,
     login_success,
 )
-from accounts.api.views import SIGN_IN_STEPS, AuthApi
+from accounts.api.views import SIGN_IN_CHECKS, SIGN_IN_STEPS, AuthApi
 from accounts.devices import device_of
 from accounts.errors import (
     AttemptsExceeded,
@@ -35,9 +38,9 @@ from accounts.errors import (
     EmailNotConfirmed,
     EmailTaken,
     NothingToResend,
+    PasskeyInvalid,
     ResendTooEarly,
     SignInBusy,
-    TwoFactorRequired,
 )
 from accounts.models import Challenge
 from accounts.schema import DEVICE_TOKEN_PARAMETER
@@ -45,7 +48,11 @@ from accounts.services.challenges import Started, challenge_resend
 from accounts.services.passwords import password_reset_confirm, password_reset_request
 from accounts.services.registration import email_confirm, register
 from accounts.services.sign_in import SignIn
-from accounts.services.sign_in_second_factor import sign_in_two_factor_confirm
+from accounts.services.sign_in_challenges import sign_in_two_factor_resend
+from accounts.services.sign_in_second_factor import (
+    sign_in_passkey_confirm,
+    sign_in_two_factor_confirm,
+)
 from platform_site.internals import http_request_of
 from platform_site.openapi import answers
 
@@ -145,43 +152,71 @@ class VerifyEmailResendApi(ResendApi):
 
 # A wrong code for an authenticator app counts under the account's sign-in gate (SignInBusy).
 @answers(
-    *CODE_ERRORS, SignInBusy, *(step for step in SIGN_IN_STEPS if step is not TwoFactorRequired)
+    *CODE_ERRORS,
+    PasskeyInvalid,
+    SignInBusy,
+    *SIGN_IN_CHECKS,
 )
 class TwoFactorConfirmApi(AuthApi):
     device_bound = True  # signs in: the session starts bound to the request's device
 
     @extend_schema(
         operation_id="login_two_factor_confirm",
-        summary="Finish a sign-in with the SMS code, the authenticator app's code, or a "
-        "recovery code",
-        description="The 428's confirmMethod says which code the sign-in takes (SMS or TOTP); "
-        "a recovery code (xxxxx-xxxxx) works for either, once. A TOTP sign-in is confirmed from "
-        "the device that typed the password. Wrong codes for an authenticator app count across "
-        "sign-ins: 10 in a row lock the account (423 on the next sign-in); with X-Device-Token, "
-        "the token instead.",
-        request=ConfirmInput,
+        summary="Finish a sign-in with the SMS code, the authenticator app's code, a recovery "
+        "code (token), or a passkey (credential)",
+        description="The 428's confirmMethod says what the sign-in takes now (SMS, TOTP or "
+        "PASSKEY); a recovery code (xxxxx-xxxxx) works for any, once. A TOTP sign-in is "
+        "confirmed from the device that typed the password. Wrong codes count across sign-ins: "
+        "10 in a row lock the account (423 on the next sign-in); with X-Device-Token, the token "
+        "instead. A passkey's answer that does not verify is 400 PASSKEY_INVALID and counts "
+        "toward no lock.",
+        request=TwoFactorConfirmInput,
         parameters=[DEVICE_TOKEN_PARAMETER],
         responses={200: LoginSuccessOutput},
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
-        return signed_in_by_code(request, sign_in_two_factor_confirm)
+        data = TwoFactorConfirmInput.validated(request.data)
+        device, http_request = device_of(http_request_of(request)), http_request_of(request)
+        if "credential" in data:
+            result = sign_in_passkey_confirm(
+                request_id=data["requestId"],
+                credential=data["credential"],
+                device=device,
+                request=http_request,
+            )
+        else:
+            result = sign_in_two_factor_confirm(
+                request_id=data["requestId"],
+                code=data["token"].strip(),
+                device=device,
+                request=http_request,
+            )
+        return Response(login_success(result))
 
 
-@answers(NothingToResend)  # a sign-in by an authenticator app sends nothing
-class TwoFactorResendApi(ResendApi):
-    purpose = Challenge.Purpose.SIGN_IN
-
+@answers(*RESEND_ERRORS, NothingToResend)  # a sign-in by an authenticator app sends nothing
+class TwoFactorResendApi(AuthApi):
     @extend_schema(
         operation_id="login_two_factor_resend",
-        summary="Send a new sign-in code by SMS (the old one stops working)",
-        description="400 NOTHING_TO_RESEND for a sign-in by an authenticator app (TOTP).",
-        request=ResendInput,
-        responses={200: ResendOutput},
+        summary="Send a new sign-in code by SMS, or switch the sign-in to another of your factors",
+        description="Without method: a new SMS code (the old one stops working) once the "
+        "cooldown has passed; 400 NOTHING_TO_RESEND for an authenticator app (TOTP). With "
+        "method (one of the 428's otherMethods): the sign-in switches at once, keeping its "
+        "requestId and its attempts; switching to SMS sends a code unless one went within the "
+        "cooldown, which stays good; PASSKEY answers new options.",
+        request=TwoFactorResendInput,
+        responses={200: TwoFactorResendOutput},
         tags=["auth"],
     )
     def post(self, request: Request) -> Response:
-        return super().post(request)
+        data = TwoFactorResendInput.validated(request.data)
+        asked = sign_in_two_factor_resend(
+            request_id=data["requestId"],
+            method=data.get("method"),
+            request=http_request_of(request),
+        )
+        return Response(asked.as_json())
 
 
 class ResetPasswordApi(AuthApi):

@@ -11,11 +11,18 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.api.serializers import EmptyOutput, LoginSuccessOutput, login_success
-from accounts.api.views import SIGN_IN_STEPS, AuthApi, CabinetApi
+from accounts.api.serializers import (
+    CREDENTIAL_HELP,
+    OPTIONS_HELP,
+    CredentialField,
+    EmptyOutput,
+    LoginSuccessOutput,
+    login_success,
+)
+from accounts.api.views import SIGN_IN_CHECKS, AuthApi, CabinetApi
 from accounts.authentication import AuthenticatedRequest
 from accounts.devices import device_of
-from accounts.errors import PasskeyInvalid, TwoFactorRequired
+from accounts.errors import PasskeyInvalid
 from accounts.models import Passkey
 from accounts.schema import DEVICE_TOKEN_PARAMETER
 from accounts.services.passkeys import (
@@ -34,20 +41,10 @@ from platform_site.openapi import answers
 from platform_site.serializers import Input
 from platform_site.timestamps import rfc3339
 
-OPTIONS_HELP = (
-    "The WebAuthn options in their JSON form (base64url strings), as "
-    "PublicKeyCredential.parse{Creation,Request}OptionsFromJSON take them."
-)
-CREDENTIAL_HELP = "The browser's credential.toJSON(), as WebAuthn defines it."
-
 
 class CeremonyOutput(serializers.Serializer[Any]):
     requestId = serializers.UUIDField()
     options = serializers.DictField(help_text=OPTIONS_HELP)
-
-
-class CredentialField(serializers.DictField):
-    """A credential's JSON object: the library reads and checks its members."""
 
 
 class PasskeyCreateInput(Input):
@@ -156,7 +153,7 @@ class PasskeySignInOptionsApi(AuthApi):
 
 
 # Every step after the password but the second factor's: a passkey with user verification is both.
-@answers(PasskeyInvalid, *(step for step in SIGN_IN_STEPS if step is not TwoFactorRequired))
+@answers(PasskeyInvalid, *SIGN_IN_CHECKS)
 class PasskeySignInApi(AuthApi):
     device_bound = True  # the session starts bound to the request's device (accounts.schema)
 

@@ -76,8 +76,9 @@ class MeApi(CabinetApi):
     @extend_schema(
         operation_id="users_me_update",
         summary="Complete or change your profile (each field optional)",
-        description="A changed phone is announced by e-mail. With two-factor sign-in on, the "
-        "phone cannot be removed.",
+        description="A changed phone is announced by e-mail. While SMS codes are the code "
+        "factor, the phone cannot be removed. twoFactorMethod chooses the factor a sign-in asks "
+        "for first, among those you hold.",
         request=ProfileInput,
         responses={200: UserDtoOutput},
         tags=["profile"],
@@ -91,6 +92,7 @@ class MeApi(CabinetApi):
             first_name=fields.get("firstName"),
             last_name=fields.get("lastName"),
             phone=fields.get("phone"),
+            two_factor_method=fields.get("twoFactorMethod"),
             request=http_request_of(request),
         )
         return Response(user_dto(user))

@@ -11,7 +11,7 @@ from django.contrib.auth.password_validation import (
 from django.core.validators import MinLengthValidator
 from rest_framework import serializers
 
-from accounts.models import User
+from accounts.models import TwoFactorMethod, User
 from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.sign_in import SignIn
 from accounts.services.tokens import role_of
@@ -52,10 +52,11 @@ class UserDtoOutput(serializers.Serializer[Any]):
     emailConfirmed = serializers.BooleanField()
     twoFactorEnabled = serializers.BooleanField()
     twoFactorMethod = serializers.ChoiceField(
-        choices=["SMS", "TOTP"],
+        choices=TwoFactorMethod.values,
         allow_null=True,
-        help_text="The second factor while two-factor sign-in is on: an SMS code, or an "
-        "authenticator app's code (TOTP); null while it is off.",
+        help_text="The second factor a sign-in asks for first while two-factor sign-in is on: "
+        "an SMS code, an authenticator app's code (TOTP) or a passkey; chosen by the person "
+        "(PATCH /api/users/me) among the factors they hold; null while it is off.",
     )
     recoveryCodesRemaining = serializers.IntegerField(
         help_text="Unused recovery codes; 0 while two-factor sign-in is off."
@@ -173,6 +174,63 @@ class ResendInput(Input):
     requestId = serializers.UUIDField()
 
 
+OPTIONS_HELP = (
+    "The WebAuthn options in their JSON form (base64url strings), as "
+    "PublicKeyCredential.parse{Creation,Request}OptionsFromJSON take them."
+)
+CREDENTIAL_HELP = "The browser's credential.toJSON(), as WebAuthn defines it."
+
+
+class CredentialField(serializers.DictField):
+    """A credential's JSON object: the library reads and checks its members."""
+
+
+class TwoFactorConfirmInput(Input):
+    requestId = serializers.UUIDField()
+    token = serializers.CharField(
+        max_length=CODE_MAX_LENGTH,
+        required=False,
+        help_text="The SMS code, the authenticator app's code, or one of the account's recovery "
+        "codes (xxxxx-xxxxx), then used up. Exactly one of token and credential.",
+    )
+    credential = CredentialField(
+        required=False,
+        help_text="For confirmMethod PASSKEY: the browser's credential.toJSON() of the "
+        "assertion. Exactly one of token and credential.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("token" in attrs) == ("credential" in attrs):
+            raise serializers.ValidationError(
+                {"token": ["Send either token (a code) or credential (a passkey's answer)."]}
+            )
+        return attrs
+
+
+class TwoFactorResendInput(Input):
+    requestId = serializers.UUIDField()
+    method = serializers.ChoiceField(
+        choices=TwoFactorMethod.values,
+        required=False,
+        help_text="Switch the sign-in to another of your factors (otherMethods) at once: the "
+        "same requestId, no cooldown. Without it, the SMS code is sent again.",
+    )
+
+
+class TwoFactorResendOutput(serializers.Serializer[Any]):
+    requestId = serializers.UUIDField()
+    confirmMethod = serializers.ChoiceField(choices=TwoFactorMethod.values)
+    retryAfterSeconds = serializers.IntegerField(
+        allow_null=True,
+        help_text="Seconds before an SMS code may be sent again; null when nothing was sent "
+        "(TOTP, PASSKEY).",
+    )
+    otherMethods = serializers.ListField(child=serializers.ChoiceField(TwoFactorMethod.values))
+    options = serializers.DictField(
+        required=False, help_text=f"For confirmMethod PASSKEY: the request options. {OPTIONS_HELP}"
+    )
+
+
 class ResetPasswordInput(Input):
     email = serializers.EmailField(max_length=254)
 
@@ -201,6 +259,11 @@ class ProfileInput(Input):
         allow_blank=True,
         help_text="International format (+4915112345678, spaces allowed); stored as E.164. "
         "Empty removes it.",
+    )
+    twoFactorMethod = serializers.ChoiceField(
+        choices=TwoFactorMethod.values,
+        required=False,
+        help_text="The second factor a sign-in asks for first: one you hold.",
     )
 
 

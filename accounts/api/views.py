@@ -38,7 +38,7 @@ from accounts.errors import (
 )
 from accounts.permissions import IsCabinetUser
 from accounts.ratelimits import auth_limits_consume, auth_limits_consume_refused, user_limits
-from accounts.schema import DEVICE_TOKEN_PARAMETER
+from accounts.schema import DEVICE_TOKEN_PARAMETER, PASSKEY_STEP
 from accounts.services.sessions import session_logout, session_refresh
 from accounts.services.sign_in import IdentifierKind, sign_in
 from accounts.services.tokens import UNREADABLE_REFRESH
@@ -77,14 +77,10 @@ class AuthApi(APIView):
         return response
 
 
-# The checks after the password (sign_in_continue), which every way of signing in ends with.
-SIGN_IN_STEPS = (
-    AccountDisabled,
-    AccountExpired,
-    EmailNotConfirmed,
-    CredentialsExpired,
-    TwoFactorRequired,
-)
+# The checks after the password (sign_in_continue), which every way of signing in ends with,
+# and the second step they end with while two-factor sign-in is on (a code's or a passkey's).
+SIGN_IN_CHECKS = (AccountDisabled, AccountExpired, EmailNotConfirmed, CredentialsExpired)
+SIGN_IN_STEPS = (*SIGN_IN_CHECKS, TwoFactorRequired, PASSKEY_STEP)
 
 
 @answers(AccountLocked, BadCredentials, SignInBusy, *SIGN_IN_STEPS)

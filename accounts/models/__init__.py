@@ -7,6 +7,7 @@ from accounts.models.passkeys import Passkey, PasskeyChallenge
 from accounts.models.sign_in import Authenticator, Challenge, RecoveryCode, Session, SignInGate
 from accounts.models.users import (
     EMAIL_TAKEN_MESSAGE,
+    CodeFactor,
     TwoFactorMethod,
     User,
     UserManager,
@@ -19,6 +20,7 @@ __all__ = [
     "AuditEvent",
     "Authenticator",
     "Challenge",
+    "CodeFactor",
     "OutboxMessage",
     "Passkey",
     "PasskeyChallenge",

@@ -76,6 +76,7 @@ class Challenge(models.Model):
         EMAIL = "EMAIL", "E-mail"
         SMS = "SMS", "SMS"
         TOTP = "TOTP", "Authenticator app"
+        PASSKEY = "PASSKEY", "Passkey"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     purpose = models.CharField(max_length=24, choices=Purpose.choices)
@@ -102,6 +103,11 @@ class Challenge(models.Model):
         blank=True,
         related_name="+",
         help_text="A TOTP challenge's authenticator app, whose code confirms it.",
+    )
+    passkey_challenge = models.BinaryField(
+        null=True,
+        blank=True,
+        help_text="A PASSKEY challenge's WebAuthn challenge, which a passkey's assertion signs.",
     )
 
     class Meta:

@@ -52,6 +52,16 @@ def languages() -> list[tuple[str, str]]:
 
 
 class TwoFactorMethod(models.TextChoices):
+    """A second factor: what a sign-in may ask for after the password."""
+
+    SMS = "SMS", "SMS code"
+    TOTP = "TOTP", "Authenticator app"
+    PASSKEY = "PASSKEY", "Passkey"
+
+
+class CodeFactor(models.TextChoices):
+    """The second factors that are a typed code: one of them at a time."""
+
     SMS = "SMS", "SMS code"
     TOTP = "TOTP", "Authenticator app"
 
@@ -94,15 +104,27 @@ class User(AbstractUser):
         help_text="E.164, e.g. +4915112345678.",
     )
     email_confirmed = models.BooleanField(default=False)
-    two_factor_enabled = models.BooleanField(default=False)
-    # Which second factor two_factor_enabled turns on; read only while it is on.
+    # The second factors (docs/sessions.md, "Second factors"): a code factor (code_factor) and
+    # passkeys (accounts.Passkey rows). Whoever changes one settles the two fields after it,
+    # from what the person holds (accounts.services.factors.factors_settle).
+    code_factor = models.CharField(
+        max_length=8,
+        choices=CodeFactor.choices,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The code factor that is on: an SMS code or an authenticator app; empty: none.",
+    )
+    two_factor_enabled = models.BooleanField(
+        default=False, help_text="Whether the person holds a second factor: a code or a passkey."
+    )
     two_factor_method = models.CharField(
         max_length=8,
         choices=TwoFactorMethod.choices,
         default=TwoFactorMethod.SMS,
         db_default=TwoFactorMethod.SMS,
-        help_text="The second factor while two-factor sign-in is on: an SMS code or an "
-        "authenticator app.",
+        help_text="The second factor a sign-in asks for first, one the person holds; read only "
+        "while two-factor sign-in is on.",
     )
     language = models.CharField(
         max_length=8,
@@ -137,6 +159,11 @@ class User(AbstractUser):
                 | (~models.Q(email="") & ~models.Q(email_canonical="")),
                 name="accounts_user_email_canonical_set",
                 violation_error_message="An e-mail address needs its canonical form.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(code_factor="") | models.Q(two_factor_enabled=True),
+                name="accounts_user_code_factor_is_two_factor",
+                violation_error_message="A code factor turns two-factor sign-in on.",
             ),
             models.CheckConstraint(
                 condition=(

@@ -138,15 +138,22 @@ def challenge_start(
     return Started(challenge, settings.ACCOUNTS_CODE_RESEND_SECONDS)
 
 
-def challenge_open_totp(
-    *, purpose: Challenge.Purpose, user: User, authenticator: Authenticator, device_key: str = ""
+def challenge_open(
+    *,
+    purpose: Challenge.Purpose,
+    method: Challenge.Method,
+    user: User,
+    device_key: str = "",
+    authenticator: Authenticator | None = None,
+    passkey_challenge: bytes | None = None,
 ) -> Challenge:
-    """A challenge that the authenticator app's code confirms: nothing is sent, nothing is
-    hashed; the attempt budget and the expiry are those of every challenge."""
+    """A challenge that nothing is sent for: an authenticator app's code confirms it (TOTP), or
+    a passkey's assertion of ``passkey_challenge`` (PASSKEY). The attempt budget and the expiry
+    are those of every challenge."""
     now = timezone.now()
     return Challenge.objects.create(
         purpose=purpose,
-        method=Challenge.Method.TOTP,
+        method=method,
         user=user,
         address="",
         code_hash="",
@@ -156,6 +163,7 @@ def challenge_open_totp(
         expires_at=now + timedelta(seconds=settings.ACCOUNTS_CODE_TTL_SECONDS),
         device_key=device_key,
         authenticator=authenticator,
+        passkey_challenge=passkey_challenge,
     )
 
 
@@ -167,7 +175,8 @@ def challenge_pending(
     sending another code."""
     now = timezone.now()
     cooldown = timedelta(seconds=settings.ACCOUNTS_CODE_RESEND_SECONDS)
-    challenges = Challenge.objects.exclude(method=Challenge.Method.TOTP).filter(
+    challenges = Challenge.objects.filter(
+        method__in=[Challenge.Method.EMAIL, Challenge.Method.SMS],
         purpose=purpose,
         used_at__isnull=True,
         attempts_left__gt=0,
@@ -196,6 +205,24 @@ def challenge_resend_wait(challenge: Challenge) -> int:
     return _seconds_left(left) if left > timedelta(0) else 0
 
 
+def challenge_sms_switch(challenge: Challenge) -> int:
+    """A sign-in's ``challenge`` (locked by the caller, which saves it) switched to an SMS code
+    to its user's phone: a new code is sent, unless one went to that phone within the resend
+    cooldown, which stays good. Seconds until another may be sent."""
+    if challenge.user is None:
+        raise ValueError("an SMS code always goes to a known user")
+    phone = challenge.user.phone
+    sent_here = bool(challenge.code_hash) and challenge.address == phone
+    if sent_here and (wait := challenge_resend_wait(challenge)):
+        return wait
+    code = _code_new()
+    challenge.code_hash = _code_hash(challenge.pk, code)
+    challenge.address = phone
+    challenge.sent_at = timezone.now()
+    _send(challenge, code)
+    return settings.ACCOUNTS_CODE_RESEND_SECONDS
+
+
 def challenge_resend(
     *,
     request_id: uuid.UUID,
@@ -222,7 +249,7 @@ def challenge_resend(
         )
         if challenge is None or (user is not None and challenge.user_id != user.pk):
             raise ChallengeNotFound()
-        if challenge.method == Challenge.Method.TOTP:
+        if challenge.method not in (Challenge.Method.EMAIL, Challenge.Method.SMS):
             raise NothingToResend()
         if challenge.attempts_left == 0:
             raise AttemptsExceeded()
@@ -278,7 +305,7 @@ def challenge_confirm(
         )
     attempts_left, code_hash, expires_at, user_id, method, authenticator_id = row
     recovery = recovery_code_normalize(code) if recovery_codes else None
-    if recovery is None and method != Challenge.Method.TOTP:
+    if recovery is None and method in (Challenge.Method.EMAIL, Challenge.Method.SMS):
         return _confirm_sent_code(
             request_id=request_id,
             code=code,

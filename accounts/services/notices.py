@@ -38,6 +38,8 @@ class Notice(StrEnum):
     TWO_FACTOR_ENABLED = "two_factor_enabled"
     TWO_FACTOR_CHANGED = "two_factor_changed"
     TWO_FACTOR_DISABLED = "two_factor_disabled"
+    FACTOR_ADDED = "factor_added"
+    FACTOR_REMOVED = "factor_removed"
     TWO_FACTOR_RESET = "two_factor_reset"
     RECOVERY_CODE_USED = "recovery_code_used"
     RECOVERY_CODES_REPLACED = "recovery_codes_replaced"
@@ -54,6 +56,8 @@ SUBJECTS: dict[Notice, Any] = {
     Notice.TWO_FACTOR_ENABLED: _("Two-factor sign-in was turned on"),
     Notice.TWO_FACTOR_CHANGED: _("Your second factor was changed"),
     Notice.TWO_FACTOR_DISABLED: _("Two-factor sign-in was turned off"),
+    Notice.FACTOR_ADDED: _("A second factor was added"),
+    Notice.FACTOR_REMOVED: _("A second factor was removed"),
     Notice.TWO_FACTOR_RESET: _("An administrator reset your two-factor sign-in"),
     Notice.RECOVERY_CODE_USED: _("A recovery code was used"),
     Notice.RECOVERY_CODES_REPLACED: _("You have new recovery codes"),
@@ -86,9 +90,16 @@ HEADLINES: dict[Notice, Any] = {
         "Two-factor sign-in was turned off for your account. Signing in now needs only your "
         "password."
     ),
+    Notice.FACTOR_ADDED: _(
+        "A second factor was added to your account: signing in may now also ask for %(method)s."
+    ),
+    Notice.FACTOR_REMOVED: _(
+        "A second factor was removed from your account: signing in no longer asks for "
+        "%(method)s. Two-factor sign-in stays on with your other factors."
+    ),
     Notice.TWO_FACTOR_RESET: _(
-        "An administrator turned two-factor sign-in off for your account, with its recovery "
-        "codes. Signing in now needs only your password."
+        "An administrator turned two-factor sign-in off for your account, with its passkeys and "
+        "recovery codes. Signing in now needs only your password."
     ),
     Notice.RECOVERY_CODE_USED: _(
         "A recovery code was used to sign in to your account. Recovery codes left: %(remaining)s."
@@ -113,6 +124,7 @@ WEBHOOK_REASONS: dict[str, Any] = {
 METHODS: dict[str, Any] = {
     "SMS": _("a code sent by SMS"),
     "TOTP": _("a code from your authenticator app"),
+    "PASSKEY": _("a passkey"),
 }
 ADVICE = _(
     "If this was not you, reset your password at once and check the sessions and the "

@@ -22,13 +22,10 @@ from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 from django.utils import timezone
 from webauthn import (
-    generate_authentication_options,
     generate_registration_options,
     options_to_json,
-    verify_authentication_response,
     verify_registration_response,
 )
-from webauthn.helpers import base64url_to_bytes, parse_authentication_credential_json
 from webauthn.helpers.exceptions import WebAuthnException
 from webauthn.helpers.structs import (
     AuthenticatorSelectionCriteria,
@@ -38,11 +35,14 @@ from webauthn.helpers.structs import (
     UserVerificationRequirement,
 )
 
+from accounts import liveness
 from accounts.devices import Device
 from accounts.errors import PasskeyInvalid
 from accounts.models import AuditEvent, Passkey, PasskeyChallenge, User
 from accounts.ratelimits import auth_limits_consume
 from accounts.services.audit import audit
+from accounts.services.factors import factor_change_tell, factors_settle, user_locked
+from accounts.services.passkey_assertions import assertion_ask, assertion_verified, passkey_of
 from accounts.services.sign_in import SignIn, sign_in_continue
 
 MAX_NAME = 100
@@ -141,7 +141,8 @@ def passkey_register(
         if transport in {t.value for t in AuthenticatorTransport}
     ]
     try:
-        with transaction.atomic():
+        with transaction.atomic(), liveness.changing([user.pk]):
+            locked = user_locked(user)
             passkey = Passkey.objects.create(
                 user=user,
                 credential_id=verified.credential_id,
@@ -153,9 +154,15 @@ def passkey_register(
                 backed_up=verified.credential_backed_up,
                 name=(name or "").strip()[:MAX_NAME] or _default_name(user),
             )
+            was_on = factors_settle(locked)
+            audit(
+                AuditEvent.Kind.PASSKEY_ADDED, user=user, request=request, passkey=str(passkey.pk)
+            )
+            factor_change_tell(
+                user=locked, was_on=was_on, method="PASSKEY", added=True, request=request
+            )
     except IntegrityError:  # the credential id is unique: registered already
         raise PasskeyInvalid("This passkey is registered already.") from None
-    audit(AuditEvent.Kind.PASSKEY_ADDED, user=user, request=request, passkey=str(passkey.pk))
     return passkey
 
 
@@ -167,25 +174,31 @@ def passkeys_of(*, user: User) -> list[Passkey]:
     return list(Passkey.objects.filter(user=user).order_by("created_at"))
 
 
+@transaction.atomic
 def passkey_remove(*, user: User, passkey_id: uuid.UUID, request: HttpRequest | None) -> bool:
-    """Remove one of ``user``'s passkeys; whether there was one."""
-    deleted, _ = Passkey.objects.filter(user=user, pk=passkey_id).delete()
-    if deleted:
+    """Remove one of ``user``'s passkeys; whether there was one. The last one of a person
+    without a code factor turns two-factor sign-in off."""
+    locked = user_locked(user)
+    deleted, _ = Passkey.objects.filter(user=locked, pk=passkey_id).delete()
+    if not deleted:
+        return False
+    with liveness.changing([user.pk]):
+        factors_settle(locked)
         audit(AuditEvent.Kind.PASSKEY_REMOVED, user=user, request=request, passkey=str(passkey_id))
-    return bool(deleted)
+        if not Passkey.objects.filter(user=locked).exists():  # the factor is gone
+            factor_change_tell(
+                user=locked, was_on=True, method="PASSKEY", added=False, request=request
+            )
+    return True
 
 
 def passkey_sign_in_start(*, request: HttpRequest | None) -> Ceremony:
     """Options for a passwordless sign-in: no account named (a discoverable credential), user
     verification required. Counts against the sign-in's rate limits of the client's IP."""
     auth_limits_consume(request, kind=None, identifier=None)
-    options = generate_authentication_options(
-        rp_id=settings.WEBAUTHN_RP_ID,
-        user_verification=UserVerificationRequirement.REQUIRED,
-        timeout=settings.WEBAUTHN_CHALLENGE_SECONDS * 1000,
-    )
-    challenge = _challenge_open(PasskeyChallenge.Purpose.SIGN_IN, options.challenge, None)
-    return Ceremony(request_id=str(challenge.pk), options=json.loads(options_to_json(options)))
+    asked = assertion_ask(user=None)
+    challenge = _challenge_open(PasskeyChallenge.Purpose.SIGN_IN, asked.challenge, None)
+    return Ceremony(request_id=str(challenge.pk), options=asked.options)
 
 
 def passkey_sign_in(
@@ -196,61 +209,7 @@ def passkey_sign_in(
     (sign_in_continue: a disabled account, an unconfirmed e-mail...). A password lock does not
     block it. PasskeyInvalid for anything that does not verify."""
     challenge = _challenge_spend(request_id, PasskeyChallenge.Purpose.SIGN_IN, None)
-    passkey = _passkey_of(credential)
+    passkey = passkey_of(credential)
     auth_limits_consume(request, kind="email", identifier=passkey.user.email)
-    _assertion_verified(passkey, credential, challenge, request, user_verification=True)
+    assertion_verified(passkey, credential, challenge, request, user_verification=True)
     return sign_in_continue(user=passkey.user, device=device, request=request, two_factor_done=True)
-
-
-def _passkey_of(credential: dict[str, Any]) -> Passkey:
-    try:
-        raw_id = base64url_to_bytes(str(credential["rawId"]))
-    except (KeyError, ValueError, TypeError):
-        raise PasskeyInvalid() from None
-    passkey = Passkey.objects.select_related("user").filter(credential_id=raw_id).first()
-    if passkey is None:
-        raise PasskeyInvalid()
-    return passkey
-
-
-def _assertion_verified(
-    passkey: Passkey,
-    credential: dict[str, Any],
-    challenge: bytes,
-    request: HttpRequest | None,
-    *,
-    user_verification: bool,
-) -> None:
-    """Verify the assertion against ``passkey``, then its sign count: one that does not go up
-    (where the authenticator counts at all) is a cloned authenticator's, refused and audited.
-    The count is compared here, after the signature verified, so a forged answer cannot make
-    an audit event."""
-    try:
-        parsed = parse_authentication_credential_json(json.dumps(credential))
-        verified = verify_authentication_response(
-            credential=parsed,
-            expected_challenge=challenge,
-            expected_rp_id=settings.WEBAUTHN_RP_ID,
-            expected_origin=settings.WEBAUTHN_ORIGINS,
-            credential_public_key=bytes(passkey.public_key),
-            credential_current_sign_count=0,  # compared below, once the signature verified
-            require_user_verification=user_verification,
-        )
-    except (WebAuthnException, ValueError, KeyError, TypeError):
-        raise PasskeyInvalid() from None
-    counted = verified.new_sign_count > 0 or passkey.sign_count > 0
-    if counted and verified.new_sign_count <= passkey.sign_count:
-        audit(
-            AuditEvent.Kind.PASSKEY_CLONED,
-            user=passkey.user,
-            request=request,
-            passkey=str(passkey.pk),
-            signCount=verified.new_sign_count,
-            known=passkey.sign_count,
-        )
-        raise PasskeyInvalid("The passkey's sign count went backwards: it may be a copy.")
-    Passkey.objects.filter(pk=passkey.pk).update(
-        sign_count=verified.new_sign_count,
-        backed_up=verified.credential_backed_up,
-        last_used_at=timezone.now(),
-    )

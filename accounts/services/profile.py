@@ -11,9 +11,10 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts import liveness
 from accounts.errors import SessionNotFound
-from accounts.models import User
+from accounts.models import CodeFactor, TwoFactorMethod, User
 from accounts.selectors import sessions_live
 from accounts.services.audit import Kind, audit
+from accounts.services.factors import NOT_HELD, factors_held
 from accounts.services.outbox import outbox_email
 from accounts.services.sessions import session_revoke
 from platform_site.errors import ValidationFailed
@@ -41,11 +42,18 @@ def profile_update(
     first_name: str | None = None,
     last_name: str | None = None,
     phone: str | None = None,
+    two_factor_method: str | None = None,
     request: HttpRequest | None,
 ) -> User:
-    """Change the fields given. A new phone is announced by e-mail; a user with two-factor
-    sign-in cannot remove the phone its codes go to."""
+    """Change the fields given. A new phone is announced by e-mail; a user whose code factor is
+    SMS cannot remove the phone its codes go to. ``two_factor_method``, the factor a sign-in
+    asks for first, must be one the person holds."""
     fields: list[str] = []
+    if two_factor_method is not None:
+        if two_factor_method not in factors_held(user):
+            raise ValidationFailed({"twoFactorMethod": [str(NOT_HELD)]})
+        user.two_factor_method = TwoFactorMethod(two_factor_method)
+        fields.append("two_factor_method")
     if first_name is not None:
         user.first_name, fields = first_name.strip(), [*fields, "first_name"]
     if last_name is not None:
@@ -53,7 +61,7 @@ def profile_update(
     phone_changed = False
     if phone is not None:
         phone = phone_normalize(phone)
-        if not phone and user.two_factor_enabled:
+        if not phone and user.code_factor == CodeFactor.SMS:
             raise ValidationFailed(
                 {"phone": [str(_("Two-factor sign-in sends its codes here: turn it off first."))]}
             )

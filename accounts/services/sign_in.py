@@ -31,15 +31,15 @@ from accounts.errors import (
     StaffOnly,
     TwoFactorRequired,
 )
-from accounts.models import Challenge, Session, TwoFactorMethod, User
+from accounts.models import Challenge, Session, User
 from accounts.ratelimits import auth_limits_consume
 from accounts.selectors import user_for_identifier
 from accounts.services.audit import Kind, audit
-from accounts.services.authenticators import authenticator_confirmed
-from accounts.services.challenges import challenge_open_totp, challenge_pending, challenge_start
+from accounts.services.challenges import challenge_pending, challenge_start
 from accounts.services.lockout import Gate, gate_held, gate_key
 from accounts.services.notices import Notice, device_is_new, notice_send
 from accounts.services.sessions import session_start
+from accounts.services.sign_in_challenges import sign_in_challenge_open
 from accounts.services.tokens import TokenPair
 
 IdentifierKind = Literal["email", "username"]
@@ -214,7 +214,7 @@ def sign_in_continue(
 ) -> SignIn:
     """The steps after the password (docs/sessions.md, "Signing in"): disabled or expired
     account (403), unconfirmed e-mail (409, a code e-mailed), expired credentials (401),
-    two-factor sign-in (428, a code sent by SMS); then a session bound to ``device``.
+    two-factor sign-in (428: the factor asked first); then a session bound to ``device``.
 
     Also the end of e-mail confirmation and of two-factor confirmation, which must not skip
     what comes after them. The sign-in answers a device token: the one the client sent back,
@@ -267,31 +267,5 @@ def _email_confirmation_asked(user: User) -> EmailNotConfirmed:
 
 
 def _second_factor_asked(user: User, *, device: Device) -> TwoFactorRequired:
-    """A sign-in challenge for the account's second factor: its authenticator app, or an SMS
-    code (the one pending, or a new one sent): the error to raise."""
-    authenticator = (
-        authenticator_confirmed(user=user)
-        if user.two_factor_method == TwoFactorMethod.TOTP
-        else None
-    )
-    if authenticator is not None:
-        challenge = challenge_open_totp(
-            purpose=Challenge.Purpose.SIGN_IN,
-            user=user,
-            authenticator=authenticator,
-            device_key=device.key,
-        )
-        return TwoFactorRequired(
-            request_id=str(challenge.pk), retry_after_seconds=None, confirm_method="TOTP"
-        )
-    started = challenge_pending(purpose=Challenge.Purpose.SIGN_IN, user=user)
-    if started is None:
-        started = challenge_start(
-            purpose=Challenge.Purpose.SIGN_IN,
-            user=user,
-            address=user.phone,
-            device_key=device.key,
-        )
-    return TwoFactorRequired(
-        request_id=str(started.challenge.pk), retry_after_seconds=started.retry_after_seconds
-    )
+    """The sign-in's second step (accounts.services.sign_in_challenges): the error to raise."""
+    return TwoFactorRequired(sign_in_challenge_open(user=user, device=device).as_json())

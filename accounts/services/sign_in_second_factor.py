@@ -1,26 +1,30 @@
 """The second step of a sign-in with two-factor sign-in on: a code (SMS, authenticator app or
 recovery code) against the sign-in's challenge, counted in one run of wrong codes per account
-that locks it like wrong passwords (docs/sessions.md, "Second factors")."""
+that locks it like wrong passwords; or a passkey's assertion, which nobody can guess and which
+counts toward nothing (docs/sessions.md, "Second factors")."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
+from django.db.models import F
 from django.http import HttpRequest
 from django.utils import timezone
 
 from accounts import metrics
 from accounts.device_tokens import device_token_gate_key
 from accounts.devices import Device
-from accounts.errors import AttemptsExceeded, CodeInvalid
+from accounts.errors import AttemptsExceeded, CodeInvalid, PasskeyInvalid
 from accounts.models import Challenge, User
 from accounts.ratelimits import auth_limits_consume
 from accounts.services.audit import Kind, audit
 from accounts.services.challenges import CodeWrong, Confirmed, challenge_confirm
 from accounts.services.lockout import gate_held, gate_key, gate_of
 from accounts.services.notices import Notice, notice_send
+from accounts.services.passkey_assertions import assertion_verified, passkey_of
 from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.sign_in import (
     SignIn,
@@ -61,6 +65,41 @@ def sign_in_two_factor_confirm(
             device=device,
             remaining=remaining,
         )
+    return sign_in_continue(user=user, device=device, request=request, two_factor_done=True)
+
+
+def sign_in_passkey_confirm(
+    *,
+    request_id: uuid.UUID,
+    credential: dict[str, Any],
+    device: Device,
+    request: HttpRequest | None,
+) -> SignIn:
+    """The second step answered by one of the person's passkeys (user verification preferred,
+    not required: the password was the first factor), then a session. Every answer spends one
+    of the challenge's attempts, so an old assertion cannot be replayed forever; one that does
+    not verify is PasskeyInvalid and locks nothing."""
+    auth_limits_consume(request, kind="requestId", identifier=str(request_id))
+    now = timezone.now()
+    spent = Challenge.objects.filter(
+        pk=request_id,
+        purpose=Challenge.Purpose.SIGN_IN,
+        method=Challenge.Method.PASSKEY,
+        used_at__isnull=True,
+        attempts_left__gt=0,
+        expires_at__gt=now,
+    ).update(attempts_left=F("attempts_left") - 1)
+    if not spent:
+        raise PasskeyInvalid()
+    challenge = Challenge.objects.select_related("user").get(pk=request_id)
+    passkey = passkey_of(credential)
+    if challenge.user is None or passkey.user_id != challenge.user_id:
+        raise PasskeyInvalid()
+    asked = bytes(challenge.passkey_challenge or b"")
+    assertion_verified(passkey, credential, asked, request, user_verification=False)
+    if not Challenge.objects.filter(pk=request_id, used_at__isnull=True).update(used_at=now):
+        raise PasskeyInvalid()  # a parallel answer came first
+    user = challenge.user
     return sign_in_continue(user=user, device=device, request=request, two_factor_done=True)
 
 

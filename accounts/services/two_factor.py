@@ -2,8 +2,9 @@
 authenticator app), off, and the recovery codes that come with it (docs/sessions.md, "Second
 factors").
 
-One factor at a time: ``two_factor_enabled`` says whether one is on, ``two_factor_method`` which.
-Turning one on (or an app replacing the factor) makes a new set of recovery codes, shown once;
+One code factor at a time (``code_factor``), beside any passkeys (accounts.services.passkeys);
+``two_factor_enabled`` and ``two_factor_method`` follow from both (accounts.services.factors).
+Turning a code factor on (or an app replacing it) makes a new set of recovery codes, shown once;
 every change is audited and the person told by e-mail.
 """
 
@@ -24,16 +25,17 @@ from accounts.errors import (
     TwoFactorNotEnabled,
 )
 from accounts.factor_secrets import SecretUnreadable, secret_decrypt
-from accounts.models import Authenticator, Challenge, RecoveryCode, TwoFactorMethod, User
+from accounts.models import Authenticator, Challenge, CodeFactor, Passkey, User
 from accounts.services.audit import Kind, audit
 from accounts.services.authenticators import authenticator_create, otpauth_uri
 from accounts.services.challenges import (
     Started,
     challenge_confirm,
-    challenge_open_totp,
+    challenge_open,
     challenge_pending,
     challenge_start,
 )
+from accounts.services.factors import factor_change_tell, factors_settle, user_locked
 from accounts.services.notices import Notice, notice_send
 from accounts.services.recovery_codes import recovery_codes_replace
 
@@ -56,8 +58,8 @@ class TotpStarted:
 
 
 def two_factor_enable_start(*, user: User) -> Started:
-    """An SMS code to the profile's phone; confirming it turns two-factor sign-in on."""
-    if user.two_factor_enabled:
+    """An SMS code to the profile's phone; confirming it makes SMS codes the code factor."""
+    if user.code_factor:
         raise TwoFactorAlreadyEnabled()
     if not user.phone:
         raise PhoneRequired()
@@ -78,12 +80,12 @@ def two_factor_enable_confirm(
         code=code,
         user=user,
     ).challenge
-    user.refresh_from_db(fields=["phone", "two_factor_enabled"])
+    user.refresh_from_db(fields=["phone"])
     if challenge.address != user.phone:  # the phone changed since: the code proved another one
         raise CodeInvalid(
             attempts_remaining=0, detail="The phone number changed since this code was sent."
         )
-    return _turn_on(user=user, method=TwoFactorMethod.SMS, request=request)
+    return _turn_on(user=user, method=CodeFactor.SMS, request=request)
 
 
 def totp_enable_start(*, user: User) -> TotpStarted:
@@ -93,8 +95,11 @@ def totp_enable_start(*, user: User) -> TotpStarted:
     with transaction.atomic():
         Authenticator.objects.filter(user=user, confirmed_at__isnull=True).delete()
         authenticator, secret = authenticator_create(user=user)
-        challenge = challenge_open_totp(
-            purpose=Challenge.Purpose.ENABLE_TOTP, user=user, authenticator=authenticator
+        challenge = challenge_open(
+            purpose=Challenge.Purpose.ENABLE_TOTP,
+            method=Challenge.Method.TOTP,
+            user=user,
+            authenticator=authenticator,
         )
     return TotpStarted(
         challenge=challenge, secret=secret, otpauth_uri=otpauth_uri(user=user, secret=secret)
@@ -137,7 +142,7 @@ def totp_enable_confirm(
     assert challenge.authenticator_id is not None  # noqa: S101 (a TOTP challenge has one)
     return _turn_on(
         user=user,
-        method=TwoFactorMethod.TOTP,
+        method=CodeFactor.TOTP,
         request=request,
         authenticator_id=challenge.authenticator_id,
     )
@@ -147,15 +152,15 @@ def totp_enable_confirm(
 def _turn_on(
     *,
     user: User,
-    method: TwoFactorMethod,
+    method: CodeFactor,
     request: HttpRequest | None,
     authenticator_id: uuid.UUID | None = None,
 ) -> Enabled:
     # The user's row, locked: two factors confirmed at once take turns, and the second finds
     # the state the first left.
-    locked = User.objects.select_for_update().get(pk=user.pk)
-    was_on = locked.two_factor_enabled
-    if was_on and method == TwoFactorMethod.SMS:
+    locked = user_locked(user)
+    replaced_factor = locked.code_factor
+    if replaced_factor and method == CodeFactor.SMS:
         raise TwoFactorAlreadyEnabled()
     with liveness.changing([user.pk]):
         # The factor this one replaces goes first: a user has one confirmed app at most.
@@ -171,49 +176,59 @@ def _turn_on(
                 raise CodeInvalid(
                     attempts_remaining=0, detail="Another authenticator app replaced this one."
                 )
-        user.two_factor_enabled, user.two_factor_method = True, method
-        user.save(update_fields=["two_factor_enabled", "two_factor_method"])
-        codes = recovery_codes_replace(user=user)
-        audit(Kind.TWO_FACTOR_ENABLED, user=user, request=request, method=method.value)
-        notice_send(
-            Notice.TWO_FACTOR_CHANGED if was_on else Notice.TWO_FACTOR_ENABLED,
-            user=user,
-            request=request,
-            method=method.value,
-        )
-    return Enabled(user=user, recovery_codes=codes)
+        locked.code_factor = method
+        was_on = factors_settle(locked)
+        codes = recovery_codes_replace(user=locked)
+        audit(Kind.TWO_FACTOR_ENABLED, user=locked, request=request, method=method.value)
+        if replaced_factor:
+            notice_send(
+                Notice.TWO_FACTOR_CHANGED, user=locked, request=request, method=method.value
+            )
+        else:
+            factor_change_tell(
+                user=locked, was_on=was_on, method=method.value, added=True, request=request
+            )
+    return Enabled(user=locked, recovery_codes=codes)
 
 
-def _turn_off(user: User) -> None:
-    Authenticator.objects.filter(user=user).delete()
-    RecoveryCode.objects.filter(user=user).delete()
-    user.two_factor_enabled, user.two_factor_method = False, TwoFactorMethod.SMS
-    user.save(update_fields=["two_factor_enabled", "two_factor_method"])
+def _code_factor_off(locked: User) -> bool:
+    """The code factor and its app gone (the recovery codes too once no factor is left);
+    whether there was one."""
+    had = bool(locked.code_factor)
+    Authenticator.objects.filter(user=locked).delete()
+    locked.code_factor = ""
+    factors_settle(locked)
+    return had
 
 
 @transaction.atomic
 def two_factor_disable(*, user: User, request: HttpRequest | None) -> User:
-    """Turn off whichever second factor is on, with its recovery codes; the user is told by
-    e-mail."""
-    if not user.two_factor_enabled:
-        return user
+    """Turn the code factor off (an SMS code or an app); passkeys stay, and with them
+    two-factor sign-in. The person is told by e-mail."""
+    locked = user_locked(user)
+    method = locked.code_factor
+    if not method:
+        return locked
     with liveness.changing([user.pk]):
-        _turn_off(user)
-        audit(Kind.TWO_FACTOR_DISABLED, user=user, request=request)
-        notice_send(Notice.TWO_FACTOR_DISABLED, user=user, request=request)
-    return user
+        _code_factor_off(locked)
+        audit(Kind.TWO_FACTOR_DISABLED, user=locked, request=request, method=method)
+        factor_change_tell(user=locked, was_on=True, method=method, added=False, request=request)
+    return locked
 
 
 @transaction.atomic
 def two_factor_reset(*, user: User, actor: User | None) -> User:
     """An administrator's help for a person who lost the second factor and the recovery codes:
-    two-factor sign-in off, audited with the administrator, the person told by e-mail."""
+    two-factor sign-in off, every factor gone (passkeys too), audited with the administrator,
+    the person told by e-mail."""
+    locked = user_locked(user)
     with liveness.changing([user.pk]):
-        was_on = user.two_factor_enabled
-        _turn_off(user)
-        audit(Kind.TWO_FACTOR_RESET, user=user, actor=actor, was_on=was_on)
-        notice_send(Notice.TWO_FACTOR_RESET, user=user)
-    return user
+        was_on = locked.two_factor_enabled
+        Passkey.objects.filter(user=locked).delete()
+        _code_factor_off(locked)
+        audit(Kind.TWO_FACTOR_RESET, user=locked, actor=actor, was_on=was_on)
+        notice_send(Notice.TWO_FACTOR_RESET, user=locked)
+    return locked
 
 
 @transaction.atomic

@@ -67,7 +67,10 @@ def start_registration(tag: str) -> Pending:
 
 def start_sign_in(tag: str) -> Pending:
     user = UserFactory.create(
-        email=f"two-factor-{tag}@example.com", phone=PHONES[tag], two_factor_enabled=True
+        email=f"two-factor-{tag}@example.com",
+        phone=PHONES[tag],
+        two_factor_enabled=True,
+        code_factor="SMS",
     )
     client = ApiClient(device_id=f"browser-{tag}")
     response = client.call(

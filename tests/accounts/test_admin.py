@@ -286,7 +286,9 @@ def test_the_administration_is_named_after_the_platform(admin_client, language, 
 def test_resetting_two_factor_turns_it_off_is_audited_and_tells_the_person(
     admin_client, admin_user, person
 ):
-    User.objects.filter(pk=person.pk).update(two_factor_enabled=True, two_factor_method="TOTP")
+    User.objects.filter(pk=person.pk).update(
+        two_factor_enabled=True, code_factor="TOTP", two_factor_method="TOTP"
+    )
 
     response = admin_client.post(
         "/admin/accounts/user/",

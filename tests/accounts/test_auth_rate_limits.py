@@ -52,7 +52,10 @@ def registered_in_the_cabinet(client: Client) -> str:
 
 def signed_in_half_way_in_the_cabinet(client: Client) -> str:
     user = UserFactory.create(
-        email="careful@example.com", phone="+4915123456789", two_factor_enabled=True
+        email="careful@example.com",
+        phone="+4915123456789",
+        two_factor_enabled=True,
+        code_factor="SMS",
     )
     answer = client.post("/login", {"login": user.email, "password": DEFAULT_PASSWORD})
     return str(answer["Location"])

@@ -61,7 +61,9 @@ def test_a_sign_in_by_username_answers_a_device_token(ada):
 
 
 def test_a_two_factor_confirmation_answers_a_device_token(db):
-    grace = UserFactory.create(email="grace@example.com", phone=PHONE, two_factor_enabled=True)
+    grace = UserFactory.create(
+        email="grace@example.com", phone=PHONE, two_factor_enabled=True, code_factor="SMS"
+    )
     started = by_email("grace@example.com")
     assert started.status_code == 428
 
@@ -188,7 +190,11 @@ def test_a_device_tokens_lock_is_audited_on_its_counter_and_no_lock_notice_is_ma
 @pytest.fixture
 def grace(db: Any) -> User:
     return UserFactory.create(
-        username="grace", email="grace@example.com", phone=PHONE, two_factor_enabled=True
+        username="grace",
+        email="grace@example.com",
+        phone=PHONE,
+        two_factor_enabled=True,
+        code_factor="SMS",
     )
 
 

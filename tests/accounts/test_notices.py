@@ -156,7 +156,7 @@ def test_an_adapters_new_password_is_told_to_its_owner(owner, delivered):
 
 def test_turning_two_factor_off_is_told(grace, delivered):
     client = signed_in(EMAIL, device="laptop")
-    User.objects.filter(pk=grace.pk).update(two_factor_enabled=True)
+    User.objects.filter(pk=grace.pk).update(two_factor_enabled=True, code_factor="SMS")
 
     assert client.call("delete", "/api/users/two-factor-authentication").status_code == 200
 

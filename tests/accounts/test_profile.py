@@ -50,7 +50,9 @@ def test_a_confirmed_enabling_turns_two_factor_on_and_is_audited():
 
 
 def test_disabling_two_factor_turns_it_off_and_queues_a_notice(django_capture_on_commit_callbacks):
-    user = UserFactory.create(email="ada@example.com", phone=PHONES["a"], two_factor_enabled=True)
+    user = UserFactory.create(
+        email="ada@example.com", phone=PHONES["a"], two_factor_enabled=True, code_factor="SMS"
+    )
     client = ApiClient(device_id="browser")
     with django_capture_on_commit_callbacks(execute=True):
         started = client.call(

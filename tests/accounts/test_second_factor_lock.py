@@ -29,7 +29,9 @@ NOT_HERS = ["abcde-fghjk", "mnpqr-stuvw", "xyz23-45678", "9abcd-efghj", "kmnpq-r
 @pytest.fixture
 def grace(db: Any) -> User:
     """Grace, with two-factor sign-in by SMS."""
-    return UserFactory.create(username="grace", email=EMAIL, phone=PHONE, two_factor_enabled=True)
+    return UserFactory.create(
+        username="grace", email=EMAIL, phone=PHONE, two_factor_enabled=True, code_factor="SMS"
+    )
 
 
 @pytest.fixture

@@ -188,7 +188,7 @@ def test_another_users_enabling_request_id_cannot_be_confirmed_even_with_the_rig
         "attemptsRemaining": 0,
     }
     assert Challenge.objects.get(pk=started["requestId"]).attempts_left == 5
-    assert not User.objects.filter(two_factor_enabled=True).exists()
+    assert not User.objects.filter(two_factor_enabled=True, code_factor="SMS").exists()
 
 
 def test_the_secret_is_stored_encrypted_and_another_key_cannot_read_it(grace, clock, settings):
@@ -220,8 +220,21 @@ def test_sign_in_with_an_app_is_428_totp_without_a_resend_and_its_code_signs_in(
 
     assert response.status_code == 428
     body = response.json()
-    assert set(body) == {"type", "title", "status", "detail", "code", "requestId", "confirmMethod"}
-    assert (body["code"], body["confirmMethod"]) == ("TWO_FACTOR_REQUIRED", "TOTP")
+    assert set(body) == {
+        "type",
+        "title",
+        "status",
+        "detail",
+        "code",
+        "requestId",
+        "confirmMethod",
+        "otherMethods",
+    }
+    assert (body["code"], body["confirmMethod"], body["otherMethods"]) == (
+        "TWO_FACTOR_REQUIRED",
+        "TOTP",
+        [],
+    )
     resend = ApiClient(device_id="laptop").call(
         "post", "/api/auth/login/two-factor/resend", {"requestId": body["requestId"]}
     )

@@ -383,7 +383,9 @@ def test_a_wrong_password_on_an_unconfirmed_account_gets_401_and_no_email():
 def test_two_factor_gets_428_with_request_id_and_an_sms_code_sent_after_commit(
     django_capture_on_commit_callbacks,
 ):
-    user = UserFactory.create(email="ada@example.com", phone=PHONE, two_factor_enabled=True)
+    user = UserFactory.create(
+        email="ada@example.com", phone=PHONE, two_factor_enabled=True, code_factor="SMS"
+    )
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = by_email("ada@example.com")
@@ -399,6 +401,7 @@ def test_two_factor_gets_428_with_request_id_and_an_sms_code_sent_after_commit(
         "requestId": body["requestId"],
         "confirmMethod": "SMS",
         "retryAfterSeconds": 60,
+        "otherMethods": [],
     }
     assert len(callbacks) == 1
     [(to, text)] = sms.outbox
@@ -416,7 +419,9 @@ def test_two_factor_gets_428_with_request_id_and_an_sms_code_sent_after_commit(
 
 
 def test_the_sms_is_not_sent_before_the_transaction_commits():
-    UserFactory.create(email="ada@example.com", phone=PHONE, two_factor_enabled=True)
+    UserFactory.create(
+        email="ada@example.com", phone=PHONE, two_factor_enabled=True, code_factor="SMS"
+    )
 
     assert by_email("ada@example.com").status_code == 428
 
@@ -427,7 +432,9 @@ def test_the_sms_is_not_sent_before_the_transaction_commits():
 def test_the_sms_code_of_the_428_finishes_the_sign_in_with_200(
     django_capture_on_commit_callbacks,
 ):
-    user = UserFactory.create(email="ada@example.com", phone=PHONE, two_factor_enabled=True)
+    user = UserFactory.create(
+        email="ada@example.com", phone=PHONE, two_factor_enabled=True, code_factor="SMS"
+    )
     with django_capture_on_commit_callbacks(execute=True):
         started = by_email("ada@example.com").json()
     [(_, text)] = sms.outbox
@@ -452,7 +459,9 @@ def test_the_sms_code_of_the_428_finishes_the_sign_in_with_200(
 def test_a_sign_in_within_the_cooldown_of_a_pending_two_factor_code_sends_no_second_sms(
     django_capture_on_commit_callbacks,
 ):
-    UserFactory.create(email="ada@example.com", phone=PHONE, two_factor_enabled=True)
+    UserFactory.create(
+        email="ada@example.com", phone=PHONE, two_factor_enabled=True, code_factor="SMS"
+    )
 
     with django_capture_on_commit_callbacks(execute=True):
         first = by_email("ada@example.com").json()
@@ -463,7 +472,9 @@ def test_a_sign_in_within_the_cooldown_of_a_pending_two_factor_code_sends_no_sec
 
 
 def test_an_account_disabled_between_the_428_and_the_code_gets_403():
-    user = UserFactory.create(email="ada@example.com", phone=PHONE, two_factor_enabled=True)
+    user = UserFactory.create(
+        email="ada@example.com", phone=PHONE, two_factor_enabled=True, code_factor="SMS"
+    )
     started = by_email("ada@example.com").json()
     User.objects.filter(pk=user.pk).update(is_active=False)
 
@@ -480,7 +491,9 @@ def test_an_account_disabled_between_the_428_and_the_code_gets_403():
 def test_a_wrong_password_on_a_two_factor_account_gets_401_and_no_sms(
     django_capture_on_commit_callbacks,
 ):
-    UserFactory.create(email="ada@example.com", phone=PHONE, two_factor_enabled=True)
+    UserFactory.create(
+        email="ada@example.com", phone=PHONE, two_factor_enabled=True, code_factor="SMS"
+    )
 
     with django_capture_on_commit_callbacks(execute=True):
         response = by_email("ada@example.com", "wrong password")

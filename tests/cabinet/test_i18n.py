@@ -268,7 +268,7 @@ def test_a_service_refusing_a_field_is_told_in_russian(russian_browser, person):
             "confirm_password": PASSWORD,
         },
     )
-    User.objects.filter(pk=person.pk).update(two_factor_enabled=True)
+    User.objects.filter(pk=person.pk).update(two_factor_enabled=True, code_factor="SMS")
     api = ApiClient(device_id="ru-1")
     api.tokens = api.call(
         "post", "/api/auth/login/email", {"email": person.email, "password": DEFAULT_PASSWORD}

@@ -139,7 +139,7 @@ def test_expired_credentials_go_to_the_password_reset(client, person):
 
 
 def test_two_factor_sign_in_asks_for_the_sms_code(client, person):
-    User.objects.filter(pk=person.pk).update(two_factor_enabled=True)
+    User.objects.filter(pk=person.pk).update(two_factor_enabled=True, code_factor="SMS")
 
     step_one = sign_in(client, person.email)
     assert step_one["Location"].startswith("/login/two-factor?requestId=")
@@ -541,7 +541,7 @@ def test_the_sessions_list_names_browser_system_and_device_id(browser, person):
 
 
 def test_a_wrong_code_says_how_many_attempts_are_left_once(client, person):
-    User.objects.filter(pk=person.pk).update(two_factor_enabled=True)
+    User.objects.filter(pk=person.pk).update(two_factor_enabled=True, code_factor="SMS")
     step_one = sign_in(client, person.email)
 
     wrong = text(client.post(step_one["Location"], {"code": "000000"}))
