@@ -198,14 +198,15 @@ def test_a_consumer_outlives_its_access_and_refresh_tokens_by_refreshing_then_si
     acked_once_each([consumer], set(sent))
     # The server saw one refresh of the first session, then, once the refresh token had expired
     # (with its session: at its end cut to the second, as JWTs count), a new sign-in from the same
-    # device id; nothing was revoked (no refresh token presented twice).
+    # device id; no refresh token was presented twice, and the consumer signed out as it stopped.
     first, second = sessions_of(stack_database, recipient)
     assert first["refreshed_at"] is not None
     assert (
         first["refreshed_at"] < first["expires_at"].replace(microsecond=0) <= second["created_at"]
     )
     assert (first["device_id"], second["device_id"]) == ("lifetimes-consumer-1",) * 2
-    assert (first["revoked_at"], second["revoked_at"]) == (None, None)
+    assert first["revoked_at"] is None
+    assert second["reason"] == "logout"
     # The sender, in this thread, renewed its own pair the same way; the consumer's threads:
     logged = [r.getMessage() for r in caplog.records if r.threadName != "MainThread"]
     refused = [message for message in logged if message.startswith("Refresh refused")]

@@ -1,4 +1,6 @@
-"""The ``exchange-client`` command: whoami, send, publish, consume --exec, stream, stats.
+"""The ``exchange-client`` command: whoami, stats, send, send-batch, publish, receive, ack, nack,
+extend, consume --exec, stream, logout (exchange_client.cli_operations has the subcommands of one
+API operation each).
 
 Configured by EXCHANGE_URL, EXCHANGE_LOGIN, EXCHANGE_PASSWORD and EXCHANGE_DEVICE_ID. Exit
 status: 0 success, 1 a failure, 2 a usage error, 3 sign-in refused (one line on standard error
@@ -13,9 +15,19 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from exchange_client.cli_operations import (
+    EXIT_FAILURE,
+    OPERATIONS,
+    UsageError,
+    add_operations,
+    bounded,
+    emit,
+    read_input,
+    run_operation,
+)
 from exchange_client.client import ExchangeClient, __version__
 from exchange_client.consumer import Release, stop_on_signals
 from exchange_client.errors import AuthenticationError, ExchangeError, StreamReplaced
@@ -28,7 +40,6 @@ from exchange_client.stream_consumer import (
     ack_threshold,
 )
 
-EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_SIGN_IN_REFUSED = 3
 CONFIGURATION = ("EXCHANGE_URL", "EXCHANGE_LOGIN", "EXCHANGE_PASSWORD")
@@ -36,28 +47,8 @@ CONFIGURATION = ("EXCHANGE_URL", "EXCHANGE_LOGIN", "EXCHANGE_PASSWORD")
 SECRET = "EXCHANGE_PASSWORD"  # noqa: S105 (the variable's name)
 
 
-class UsageError(Exception):
-    pass
-
-
 class CommandFailed(Release):
     """The command consume --exec ran for a message did not exit 0."""
-
-
-def _bounded(low: int, high: int) -> Callable[[str], int]:
-    """An integer option within the platform's bounds: outside them it is a usage error (exit
-    2, before signing in), not the platform's 400 after it."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is not within {low}..{high}")
-        return value
-
-    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -88,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
             help="run a command per message: exit 0 acknowledges it, any other status releases it",
         )
     )
+    add_operations(commands)
     _stream_options(
         commands.add_parser(
             "stream",
@@ -136,18 +128,18 @@ def _consume_options(consume: argparse.ArgumentParser) -> None:
     )
     consume.add_argument(
         "--batch",
-        type=_bounded(1, 100),
+        type=bounded(1, 100),
         default=10,
         metavar="N",
         help="messages held at a time (the stream's max outstanding, or each receive's), "
         "1..100 (10)",
     )
     consume.add_argument(
-        "--lease", type=_bounded(1, 43200), default=60, metavar="SECONDS", help="1..43200 (60)"
+        "--lease", type=bounded(1, 43200), default=60, metavar="SECONDS", help="1..43200 (60)"
     )
     consume.add_argument(
         "--wait",
-        type=_bounded(0, 20),
+        type=bounded(0, 20),
         metavar="SECONDS",
         help="each receive's long poll when long polling, 0..20 (20; 0 with --until-empty)",
     )
@@ -168,17 +160,17 @@ def _consume_options(consume: argparse.ArgumentParser) -> None:
 def _stream_options(stream: argparse.ArgumentParser) -> None:
     stream.add_argument(
         "--max-outstanding",
-        type=_bounded(1, 1000),
+        type=bounded(1, 1000),
         default=100,
         metavar="N",
         help="messages delivered and not yet acknowledged at a time, 1..1000 (100)",
     )
     stream.add_argument(
-        "--lease", type=_bounded(1, 43200), default=30, metavar="SECONDS", help="1..43200 (30)"
+        "--lease", type=bounded(1, 43200), default=30, metavar="SECONDS", help="1..43200 (30)"
     )
     stream.add_argument(
         "--count",
-        type=_bounded(1, 1_000_000),
+        type=bounded(1, 1_000_000),
         metavar="N",
         help="exit once N messages are printed (the stream's max outstanding is N at most)",
     )
@@ -192,18 +184,20 @@ def _stream_options(stream: argparse.ArgumentParser) -> None:
     )
 
 
-def _client() -> ExchangeClient:
-    missing = [name for name in CONFIGURATION if not os.environ.get(name)]
+def _client(command: str) -> ExchangeClient:
+    # logout ends a session of its refresh token: it signs in as nobody.
+    needed = CONFIGURATION[:1] if command == "logout" else CONFIGURATION
+    missing = [name for name in needed if not os.environ.get(name)]
     if missing:
         raise UsageError(f"set {', '.join(missing)}")
     try:
-        return ExchangeClient.from_env()
+        return ExchangeClient(
+            os.environ["EXCHANGE_URL"],
+            os.environ.get("EXCHANGE_LOGIN", ""),
+            os.environ.get("EXCHANGE_PASSWORD", ""),
+        )
     except ValueError as error:  # a device id the platform would refuse
         raise UsageError(f"EXCHANGE_DEVICE_ID: {error}") from None
-
-
-def _print(body: dict[str, Any], *, flush: bool = False) -> None:
-    print(json.dumps(body, ensure_ascii=False, separators=(",", ":")), flush=flush)  # noqa: T201
 
 
 def _payload(text: str) -> Any:
@@ -244,16 +238,20 @@ def _run_command(command_line: str) -> Any:
     return run
 
 
-def _main(arguments: argparse.Namespace) -> None:
+def _main(arguments: argparse.Namespace) -> int:
     payload: Any = None
     headers: dict[str, str] = {}
     # Read before signing in: a usage error costs nothing.
     if arguments.command in ("send", "publish"):
         payload = _payload(arguments.payload)
         headers = _headers(arguments.header)
-    with _client() as client:
+    given = read_input(arguments)
+    with _client(arguments.command) as client:
         try:
+            if arguments.command in OPERATIONS:
+                return run_operation(client, arguments, given)
             _run(client, arguments, payload, headers)
+            return 0
         finally:
             try:  # one command, one session: none is left behind for 30 days
                 client.logout()
@@ -265,9 +263,9 @@ def _run(
     client: ExchangeClient, arguments: argparse.Namespace, payload: Any, headers: dict[str, str]
 ) -> None:
     if arguments.command == "whoami":
-        _print(client.whoami())
+        emit(client.whoami())
     elif arguments.command == "stats":
-        _print(client.stats())
+        emit(client.stats())
     elif arguments.command == "send":
         sent = client.send(
             arguments.to,
@@ -276,7 +274,7 @@ def _run(
             headers=headers,
             idempotency_key=arguments.idempotency_key,
         )
-        _print({"messageId": sent.message_id, "duplicate": sent.duplicate})
+        emit({"messageId": sent.message_id, "duplicate": sent.duplicate})
     elif arguments.command == "publish":
         published = client.publish(
             arguments.topic,
@@ -285,7 +283,7 @@ def _run(
             headers=headers,
             idempotency_key=arguments.idempotency_key,
         )
-        _print(
+        emit(
             {
                 "publicationId": published.publication_id,
                 "recipients": published.recipients,
@@ -333,7 +331,7 @@ def _stream(
     try:
         for event in stream.events():
             try:
-                _print(event.to_json(), flush=True)
+                emit(event.to_json(), flush=True)
             except BrokenPipeError:  # the reader went away (| head): stop, as a signal does
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 break
@@ -366,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        _main(arguments)
+        status = _main(arguments)
     except UsageError as error:
         print(f"exchange-client: {error}", file=sys.stderr)  # noqa: T201
         return EXIT_USAGE
@@ -377,9 +375,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"exchange-client: {reason}", file=sys.stderr)  # noqa: T201
         return EXIT_SIGN_IN_REFUSED
     except ExchangeError as error:
-        print(f"exchange-client: {error}", file=sys.stderr)  # noqa: T201
+        # One line whatever the error holds (a page's text where no platform answers).
+        print(f"exchange-client: {' '.join(str(error).split())}", file=sys.stderr)  # noqa: T201
         return EXIT_FAILURE
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -319,7 +319,8 @@ class ExchangeClient:
         ack_batch: int = 50,
         ack_interval_ms: int = 20,
     ) -> Summary:
-        """Receive and handle messages until stopped: see exchange_client.consumer.consume."""
+        """Receive and handle messages until stopped, then sign out: see
+        exchange_client.consumer.consume."""
         from exchange_client.consumer import consume
 
         return consume(
@@ -351,6 +352,12 @@ class ExchangeClient:
         signs in again. One attempt, no retries: a session a logout could not end still ends when
         its refresh token does."""
         self._session.logout()
+
+    def end_session(self, refresh_token: str) -> None:
+        """End the session of ``refresh_token``, a session this client did not start (another
+        program's, or one a stopped one left behind): both its tokens stop working. One attempt,
+        no retries; no sign-in needed."""
+        self._session.end(refresh_token)
 
     def _by_receipt(
         self, path: str, messages: Iterable[Message | str], options: dict[str, int]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Literal
 
+from exchange_client.errors import ExchangeError
 from exchange_client.messages import Message
 
 if TYPE_CHECKING:
@@ -155,17 +156,61 @@ def consume(
 ) -> Summary:
     """Call ``handler`` on each message of the queue, leased ``lease`` seconds, holding up to
     ``batch`` at a time, until stopped (or, with ``until_empty``, until a receive finds
-    nothing). The handler must be idempotent: delivery is at least once.
+    nothing), then sign out (ExchangeClient.logout: the session ends with the loop, so restarts
+    leave none behind; a later call signs in again). The handler must be idempotent: delivery is
+    at least once.
 
     ``transport="stream"``: on the push stream (``batch`` its maxOutstanding, 1..1000), ACKs
     sent by ``ack_batch`` or every ``ack_interval_ms``, whichever comes first (see
     exchange_client.stream_consumer); where the platform has no stream, and with
     ``until_empty`` (a stream never says the queue is empty), long polling.
-    ``transport="poll"``: long polling, ``wait`` seconds (0..20) per receive of up to ``batch``
-    (1..100) messages, one ACK per batch.
+    ``transport="poll"``: long polling, receives of up to ``batch`` (1..100) messages, one ACK
+    per batch (which receives the next batch when the whole batch was handled).
+
+    ``wait`` (0..20) is how long a receive waits for a message when the queue is empty, in
+    requests of at most IDLE_POLL_SECONDS (5): the platform answers at once when a message
+    comes, else after that; the loop asks again at once, so an idle consumer costs a request
+    every 5 seconds, and a stop() is seen within 5. ``wait=0`` does not wait: with
+    ``until_empty`` the first empty receive ends the loop; without it, an idle queue is asked as
+    fast as it answers.
     """
     if transport not in ("stream", "poll"):
         raise ValueError(f"transport must be 'stream' or 'poll', not {transport!r}")
+    try:
+        return _consume(
+            client,
+            handler,
+            batch=batch,
+            wait=wait,
+            lease=lease,
+            until_empty=until_empty,
+            release_delay=release_delay,
+            handle_signals=handle_signals,
+            transport=transport,
+            ack_batch=ack_batch,
+            ack_interval_ms=ack_interval_ms,
+        )
+    finally:
+        try:
+            client.logout()
+        except ExchangeError as error:
+            logger.info("Signing out failed: %s", error)
+
+
+def _consume(
+    client: ExchangeClient,
+    handler: Handler,
+    *,
+    batch: int,
+    wait: int,
+    lease: int,
+    until_empty: bool,
+    release_delay: int,
+    handle_signals: bool,
+    transport: Literal["stream", "poll"],
+    ack_batch: int,
+    ack_interval_ms: int,
+) -> Summary:
     summary = Summary()
     client.stopping.clear()
     with _running(client, lease, handle_signals) as keeper:

@@ -15,11 +15,16 @@ class RetryPolicy:
     bound ("full jitter": many clients that failed together do not come back together), and at
     least the ``Retry-After`` the platform asked for. After ``give_up_after`` seconds of trying,
     the last failure is raised.
+
+    Until the platform has answered a client once, a connection that fails is tried for
+    ``first_answer_within`` seconds only: a wrong address fails fast, while a platform that
+    restarts under a running client is waited for as long as ``give_up_after``.
     """
 
     initial: float = 0.1
     maximum: float = 5.0
     give_up_after: float = 60.0
+    first_answer_within: float = 20.0
 
     def wait(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``attempt`` (1, 2...)."""
@@ -38,4 +43,4 @@ class Deadline:
         return time.monotonic() + wait < self.ends
 
 
-NO_RETRIES = RetryPolicy(give_up_after=0.0)
+NO_RETRIES = RetryPolicy(give_up_after=0.0, first_answer_within=0.0)

@@ -36,6 +36,8 @@ logger = logging.getLogger("exchange_client")
 RENEWABLE = {"TOKEN_EXPIRED": True, "TOKEN_REVOKED": False}
 # Sign-in answers that no retry changes.
 _SIGN_IN_REFUSED = {401, 403, 409, 423, 428}
+# A connection not made within this long is not coming: the address is wrong or unreachable.
+CONNECT_SECONDS = 10.0
 
 Timeout: TypeAlias = "float | httpx.Timeout"
 
@@ -84,6 +86,7 @@ class Session:
         self._tokens: Tokens | None = None
         self._device_token: str | None = None  # renewed by every sign-in
         self._renewing = threading.Lock()
+        self._answered = False  # whether the platform has answered anything yet
 
     def call(
         self,
@@ -150,18 +153,20 @@ class Session:
         between tries short (Unavailable)."""
         policy = retry or self.retry
         deadline = Deadline(policy.give_up_after)
+        first = Deadline(policy.first_answer_within)
         request = self.http.build_request(
             method,
             path,
             json=json,
             headers=headers,
-            timeout=timeout if timeout is not None else self.timeout,
+            timeout=_bounded_connect(self.timeout if timeout is None else timeout),
         )
         attempt = 0
         while True:
             attempt += 1
             try:
                 answer = self.http.send(request, stream=stream)
+                self._answered = True
                 if stream and not 200 <= answer.status_code < 300:
                     try:  # an error's problem+json: read whole, the connection given back
                         answer.read()
@@ -169,10 +174,13 @@ class Session:
                         answer.close()
             except httpx.TransportError as error:
                 wait = policy.wait(attempt, None)
-                if not deadline.allows(wait):
-                    reason = str(error) or repr(error)
-                    raise Unavailable(None, "CONNECTION_FAILED", reason) from error
-                logger.warning("%s %s: %r; retrying in %.1f s", method, path, error, wait)
+                if not deadline.allows(wait) or not (self._answered or first.allows(wait)):
+                    reason = " ".join((str(error) or repr(error)).split())
+                    detail = f"no answer from {self.http.base_url}: {reason}"
+                    raise Unavailable(None, "CONNECTION_FAILED", detail) from error
+                # Before any answer a failure is most likely a wrong address: the error says so.
+                level = logging.WARNING if self._answered else logging.INFO
+                logger.log(level, "%s %s: %r; retrying in %.1f s", method, path, error, wait)
             else:
                 if answer.status_code not in (429, 503):
                     return answer
@@ -223,10 +231,14 @@ class Session:
         with self._renewing:
             tokens, self._tokens = self._tokens, None
         if tokens is not None:
-            refresh = {"refreshToken": tokens.refresh}
-            answer = self.exchange("POST", "/api/auth/logout", json=refresh, retry=NO_RETRIES)
-            if answer.status_code != 200:
-                raise error_from_problem(answer.status_code, problem_of(answer))
+            self.end(tokens.refresh)
+
+    def end(self, refresh_token: str) -> None:
+        """End the session of ``refresh_token``, this client's or not; one attempt."""
+        refresh = {"refreshToken": refresh_token}
+        answer = self.exchange("POST", "/api/auth/logout", json=refresh, retry=NO_RETRIES)
+        if answer.status_code != 200:
+            raise error_from_problem(answer.status_code, problem_of(answer))
 
     def _sign_in(self) -> Tokens:
         answer = self.exchange(
@@ -240,6 +252,13 @@ class Session:
             self._device_token = body.get("deviceToken") or self._device_token
             return Tokens.from_json(body)
         problem = problem_of(answer)
+        if "json" not in answer.headers.get("Content-Type", ""):
+            # No problem details: whatever answers there is not the platform.
+            detail = (
+                f"{answer.request.url} answered {answer.status_code} without problem details: "
+                "is this the platform's address?"
+            )
+            raise error_from_problem(answer.status_code, {**problem, "detail": detail})
         if answer.status_code in _SIGN_IN_REFUSED:
             raise AuthenticationError(
                 answer.status_code,
@@ -248,3 +267,11 @@ class Session:
                 problem,
             )
         raise error_from_problem(answer.status_code, problem)
+
+
+def _bounded_connect(timeout: Timeout) -> Timeout:
+    """``timeout`` with its connect phase at most CONNECT_SECONDS: a long poll's read may wait
+    50 s, a connection that takes that long is not going to be made."""
+    if isinstance(timeout, httpx.Timeout):
+        return timeout
+    return httpx.Timeout(timeout, connect=min(timeout, CONNECT_SECONDS))
