@@ -105,6 +105,27 @@ class SecondFactorForm(forms.Form):
     )
 
 
+class RecoveryCodeForm(forms.Form):
+    """The second step's code field while it asks for a passkey: a recovery code."""
+
+    code = forms.CharField(
+        label=_("Recovery code"),
+        max_length=16,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
+    )
+
+
+class FirstFactorForm(forms.Form):
+    """Which of the person's second factors a sign-in asks for first (``factors``: the held
+    ones, each with its name)."""
+
+    method = forms.ChoiceField(label=_("Ask first for"))
+
+    def __init__(self, *args: Any, factors: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["method"].choices = factors  # type: ignore[attr-defined]
+
+
 class ResetConfirmForm(CodeForm, NewPasswordForm):
     field_order = ["code", "new_password", "confirm_password"]
 

@@ -19,8 +19,9 @@ from accounts.errors import (
     PhoneRequired,
     TwoFactorAlreadyEnabled,
 )
-from accounts.models import AuditEvent, Challenge, User
+from accounts.models import AuditEvent, Challenge, CodeFactor, TwoFactorMethod, User
 from accounts.selectors import challenge_of, sessions_live
+from accounts.services.factors import NOT_HELD, factors_held
 from accounts.services.passkeys import passkeys_of
 from accounts.services.profile import (
     profile_language_set,
@@ -43,6 +44,7 @@ from accounts.web.flows import (
 )
 from accounts.web.forms import (
     CodeForm,
+    FirstFactorForm,
     ProfileForm,
 )
 from accounts.web.sessions import (
@@ -76,10 +78,30 @@ def welcome_page(request: HttpRequest) -> HttpResponse:
     return render(request, "cabinet/welcome.html", {"form": form})
 
 
+def _factor_names(user: User) -> list[tuple[str, str]]:
+    """The factors ``user`` holds, each as the first-factor choice names it."""
+    names = {
+        TwoFactorMethod.SMS: _("SMS codes to %(phone)s") % {"phone": user.phone},
+        TwoFactorMethod.TOTP: _("The authenticator app"),
+        TwoFactorMethod.PASSKEY: _("A passkey"),
+    }
+    return [(method.value, names[method]) for method in factors_held(user)]
+
+
+def _asked_first(user: User) -> str:
+    """The factor a sign-in asks ``user`` for first, as "signing in asks for …" ends."""
+    if user.two_factor_method == TwoFactorMethod.PASSKEY:
+        return _("one of your passkeys")
+    if user.two_factor_method == TwoFactorMethod.TOTP:
+        return _("the code your authenticator app shows")
+    return _("a code sent to %(phone)s") % {"phone": user.phone}
+
+
 @login_required(login_url="/login")
 def security_page(request: HttpRequest) -> HttpResponse:
     user = cabinet_user(request)
     current = current_session_id(request)
+    factors = _factor_names(user)
     return render(
         request,
         "cabinet/security.html",
@@ -95,8 +117,33 @@ def security_page(request: HttpRequest) -> HttpResponse:
             "events": AuditEvent.objects.filter(user=user).order_by("-created_at")[:20],
             "recovery_codes_left": recovery_codes_remaining(user=user),
             "passkeys": passkeys_of(user=user),
+            "factors": factors,
+            "asked_first": _asked_first(user),
+            "first_factor_form": FirstFactorForm(
+                initial={"method": user.two_factor_method}, factors=factors
+            ),
         },
     )
+
+
+@login_required(login_url="/login")
+@require_POST
+def first_factor_page(request: HttpRequest) -> HttpResponse:
+    """The factor a sign-in asks for first, one of those the person holds."""
+    user = cabinet_user(request)
+    form = FirstFactorForm(request.POST, factors=_factor_names(user))
+    try:
+        if not form.is_valid():
+            raise ValidationFailed({"twoFactorMethod": [str(NOT_HELD)]})
+        profile_update(user=user, two_factor_method=form.cleaned_data["method"], request=request)
+    except ValidationFailed:
+        messages.error(request, str(NOT_HELD))
+    else:
+        messages.success(
+            request,
+            _("Signing in now asks first for %(factor)s.") % {"factor": _asked_first(user)},
+        )
+    return redirect("/settings/security#two-factor")
 
 
 @login_required(login_url="/login")
@@ -137,7 +184,10 @@ def two_factor_confirm_page(request: HttpRequest) -> HttpResponse:
             return redirect("/settings/security")
         else:
             messages.success(
-                request, _("Two-factor sign-in is on: signing in now asks for an SMS code.")
+                request,
+                _("Two-factor sign-in is on: signing in now asks for an SMS code.")
+                if enabled.user.two_factor_method == TwoFactorMethod.SMS
+                else _("SMS codes are on, beside your passkeys."),
             )
             return recovery_codes_page(request, enabled.recovery_codes)
     return code_page(
@@ -148,8 +198,24 @@ def two_factor_confirm_page(request: HttpRequest) -> HttpResponse:
 @login_required(login_url="/login")
 @require_POST
 def two_factor_disable_page(request: HttpRequest) -> HttpResponse:
-    two_factor_disable(user=cabinet_user(request), request=request)
-    messages.success(request, _("Two-factor sign-in is off. We sent you an e-mail about it."))
+    """The code factor off (SMS codes or the app); passkeys stay, and two-factor sign-in with
+    them."""
+    user = cabinet_user(request)
+    was = user.code_factor
+    user = two_factor_disable(user=user, request=request)
+    if user.two_factor_enabled:
+        messages.success(
+            request,
+            (
+                _("SMS codes are off.")
+                if was == CodeFactor.SMS
+                else _("The authenticator app is removed.")
+            )
+            + " "
+            + _("Two-factor sign-in stays on with your passkeys. We sent you an e-mail about it."),
+        )
+    else:
+        messages.success(request, _("Two-factor sign-in is off. We sent you an e-mail about it."))
     return redirect("/settings/security")
 
 

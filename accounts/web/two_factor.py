@@ -77,7 +77,7 @@ def app_confirm_page(request: HttpRequest) -> HttpResponse:
             "started": started,
             "qr_svg": qr_svg(started.otpauth_uri),
             "attempts_left": started.challenge.attempts_left,
-            "replaces": bool(user.code_factor),
+            "replaces": user.code_factor,
         },
     )
     response["Cache-Control"] = "no-store"  # the secret

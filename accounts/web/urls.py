@@ -28,6 +28,7 @@ urlpatterns = [
     path("settings/two-factor", profile.two_factor_confirm_page, name="two-factor-confirm"),
     path("settings/two-factor/enable", profile.two_factor_enable_page, name="two-factor-enable"),
     path("settings/two-factor/disable", profile.two_factor_disable_page, name="two-factor-disable"),
+    path("settings/two-factor/first", profile.first_factor_page, name="two-factor-first"),
     path("settings/two-factor/app/start", two_factor.app_start_page, name="two-factor-app-start"),
     path("settings/two-factor/app", two_factor.app_confirm_page, name="two-factor-app"),
     path(

@@ -15,11 +15,11 @@ from django.test import Client
 from accounts.device_tokens import DEVICE_TOKEN_COOKIE
 from accounts.models import Passkey, User
 from tests.authenticator import SoftAuthenticator
+from tests.cabinet.passkeys import ORIGIN, added, text
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
-ORIGIN = "http://localhost:8000"
 NOT_ADDED = (
     "The passkey was not added: the browser&#x27;s answer did not verify, or it came too late. "
     "Try again."
@@ -35,20 +35,6 @@ NOT_SIGNED_IN = (
 def relying_party(settings: Any) -> None:
     settings.WEBAUTHN_RP_ID = "localhost"
     settings.WEBAUTHN_ORIGINS = [ORIGIN]
-
-
-def text(response: Any) -> str:
-    return re.sub(r"\s+", " ", response.content.decode())
-
-
-def added(browser: Client, authenticator: SoftAuthenticator, name: str = "Laptop") -> Any:
-    started = browser.post("/settings/passkeys/options").json()
-    credential = authenticator.create(started["options"])
-    return browser.post(
-        "/settings/passkeys",
-        {"requestId": started["requestId"], "credential": json.dumps(credential), "name": name},
-        follow=True,
-    )
 
 
 def passkey_sign_in(authenticator: SoftAuthenticator, **answer: Any) -> Any:
