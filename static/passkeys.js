@@ -1,4 +1,5 @@
-// Passkeys (WebAuthn): adding one on the Security page, signing in with one on the sign-in page.
+// Passkeys (WebAuthn): adding one on the Security page, signing in with one on the sign-in page
+// and answering the second step of a sign-in with one.
 // A form marked data-passkey="create" or "get" carries the address of its options and the
 // sentences to show, in the page's language. The script fetches the options, asks the browser
 // for the credential, and posts its JSON with the form: the server's page says what came of it.

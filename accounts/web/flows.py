@@ -255,33 +255,41 @@ def sign_in_by_code(
     confirm: Callable[..., SignIn],
     template: str,
     start_over: str,
-    form_class: type[forms.Form] = CodeForm,
 ) -> HttpResponse:
-    """A code page that ends in a sign-in: the e-mail confirmation and the 2FA code."""
+    """A code page that ends in a sign-in: the e-mail confirmation (the second step's own page,
+    which takes a passkey too, is accounts.web.second_step's)."""
     challenge = challenge_of(request.GET.get("requestId"), purpose)
     if challenge is None:
         return redirect(start_over)
-    form = form_class(request.POST or None)
+    form = CodeForm(request.POST or None)
     if resent := resend_asked(request, challenge):
         return resent
-    if request.method == "POST" and form.is_valid():
-        try:
-            response = sign_in_outcome(
-                request,
-                form,
-                lambda: confirm(
-                    request_id=challenge.pk,
-                    code=form.cleaned_data["code"].strip(),
-                    device=device_of(request),
-                    request=request,
-                ),
-            )
-        except (CodeInvalid, AttemptsExceeded) as error:
-            code_error(form, error)
-            challenge.refresh_from_db()
-        else:
-            if response is not None:
-                return response
+    posted = request.method == "POST" and form.is_valid()
+    if posted and (response := code_sign_in(request, form, challenge, confirm)):
+        return response
     return code_page(
         request, template=template, challenge=challenge, form=form, address=challenge.address
     )
+
+
+def code_sign_in(
+    request: HttpRequest, form: forms.Form, challenge: Challenge, confirm: Callable[..., SignIn]
+) -> HttpResponse | None:
+    """The code of a valid ``form`` confirmed, and the sign-in it ends continued; None with the
+    form's error set (and ``challenge`` as it is now)."""
+    try:
+        response = sign_in_outcome(
+            request,
+            form,
+            lambda: confirm(
+                request_id=challenge.pk,
+                code=form.cleaned_data["code"].strip(),
+                device=device_of(request),
+                request=request,
+            ),
+        )
+    except (CodeInvalid, AttemptsExceeded) as error:
+        code_error(form, error)
+        challenge.refresh_from_db()
+        return None
+    return response

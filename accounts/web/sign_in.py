@@ -1,5 +1,5 @@
-"""The cabinet's pages. Signing in and out: the password, the second factor by SMS, the admin's
-login page."""
+"""The cabinet's pages. Signing in and out: the password and the admin's login page (the second
+step is accounts.web.second_step's)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from accounts.devices import device_of
-from accounts.models import Challenge
 from accounts.services.sign_in import IdentifierKind, SignIn, sign_in
-from accounts.services.sign_in_second_factor import sign_in_two_factor_confirm
-from accounts.web.flows import sign_in_by_code, sign_in_outcome
+from accounts.web.flows import sign_in_outcome
 from accounts.web.forms import (
     AdminLoginForm,
     LoginForm,
-    SecondFactorForm,
 )
 from accounts.web.sessions import (
     current_session_id,
@@ -70,17 +67,6 @@ def admin_login_page(request: HttpRequest, *, context: dict[str, Any]) -> HttpRe
         if response is not None:
             return response
     return render(request, "admin/login.html", {**context, "form": form})
-
-
-def two_factor_page(request: HttpRequest) -> HttpResponse:
-    return sign_in_by_code(
-        request,
-        purpose=Challenge.Purpose.SIGN_IN,
-        confirm=sign_in_two_factor_confirm,
-        template="cabinet/two_factor.html",
-        start_over="/login",
-        form_class=SecondFactorForm,
-    )
 
 
 @require_POST

@@ -2,11 +2,24 @@ from django.urls import path
 
 from accounts.dev import dev_outbox
 from accounts.session_rules import Action, performs
-from accounts.web import passkeys, passwords, profile, registration, sign_in, two_factor
+from accounts.web import (
+    passkeys,
+    passwords,
+    profile,
+    registration,
+    second_step,
+    sign_in,
+    two_factor,
+)
 
 urlpatterns = [
     path("login", sign_in.login_page, name="login"),
-    path("login/two-factor", sign_in.two_factor_page, name="login-two-factor"),
+    path("login/two-factor", second_step.two_factor_page, name="login-two-factor"),
+    path(
+        "login/two-factor/options",
+        second_step.two_factor_options_page,
+        name="login-two-factor-options",
+    ),
     path("login/passkey", passkeys.passkey_sign_in_page, name="login-passkey"),
     path(
         "login/passkey/options",
