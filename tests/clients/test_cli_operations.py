@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from exchange_client import ExchangeClient
 from platform_site.embedded import free_port
 from tests.clients.conftest import EXCHANGE_CLIENT, cli_env, query, run_cli, stock
 from tests.clients.test_cli import MESSAGE_MEMBERS, acknowledged, sessions_of
-from tests.stack.conftest import Adapter, Gunicorn, Owner, StackDatabase
+from tests.stack.conftest import Adapter, Gunicorn, Owner, StackDatabase, wait_until
 
 pytestmark = pytest.mark.stack
 
@@ -239,19 +240,27 @@ def test_the_librarys_consume_signs_out_when_it_stops(
 def unused_address() -> str:
     """A loopback port nothing listens on."""
     port = free_port()
-    with socket.socket() as probe:
-        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    assert not listening(port)
     return f"http://127.0.0.1:{port}"
 
 
-@pytest.mark.parametrize("address", [unused_address(), "http://exchange.invalid"])
-def test_a_wrong_base_url_fails_within_30_seconds_with_one_line_naming_it(address: str) -> None:
-    env = {
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wrong_env(address: str) -> dict[str, str]:
+    return {
         **{key: value for key, value in os.environ.items() if not key.startswith("EXCHANGE_")},
         "EXCHANGE_URL": address,
         "EXCHANGE_LOGIN": "someone",
         "EXCHANGE_PASSWORD": "anything",
     }
+
+
+@pytest.mark.parametrize("address", [unused_address(), "http://exchange.invalid"])
+def test_a_wrong_base_url_fails_within_30_seconds_with_one_line_naming_it(address: str) -> None:
+    env = wrong_env(address)
 
     # The timeout is the issue's bound: retrying for a minute, as before, fails the test.
     done = subprocess.run(
@@ -268,3 +277,31 @@ def test_a_wrong_base_url_fails_within_30_seconds_with_one_line_naming_it(addres
     [line] = done.stderr.splitlines()
     assert line.startswith(f"exchange-client: CONNECTION_FAILED: no answer from {address}: ")
     assert "Traceback" not in done.stderr
+
+
+def test_an_address_where_something_else_answers_fails_with_one_line_saying_so(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(
+            lambda: listening(port), timeout=30, what="a web server that is not the platform"
+        )
+        done = run_cli("whoami", env=wrong_env(f"http://127.0.0.1:{port}"))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    assert (done.returncode, done.stdout) == (1, "")
+    [line] = done.stderr.splitlines()
+    assert line.startswith("exchange-client: 501 HTTP_501: "), line
+    assert line.endswith(
+        f"http://127.0.0.1:{port}/api/auth/login/username answered 501 without problem details: "
+        "is this the platform's address?"
+    ), line
