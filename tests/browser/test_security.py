@@ -11,26 +11,16 @@ import pyotp
 import pytest
 from playwright.sync_api import Page, expect
 
-from accounts import sms
 from accounts.models import SignInGate, User
 from accounts.services.accounts import account_require_password_change
 from platform_site.timestamps import utc_display
-from tests.browser.conftest import Screenshots, sign_in
+from tests.browser.conftest import Screenshots, sign_in, sms_code
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 
 pytestmark = pytest.mark.browser
 
 PHONE = "+4915123456789"
 NEW_PASSWORD = "another-long-unusual-passphrase"
-
-
-def sms_code(phone: str) -> str:
-    """The code in the newest SMS the phone received. (The outbox row's body is erased once the
-    live server has sent it, so last_code() cannot read it here.)"""
-    text = next(text for to, text in reversed(sms.outbox) if to == phone)
-    code = re.search(r"\b(\d{6})\b", text)
-    assert code is not None, text
-    return code.group(1)
 
 
 @pytest.fixture
