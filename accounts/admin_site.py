@@ -3,15 +3,19 @@
 Django's own admin login checks a password with no lock, no rate limit and no second factor. Here
 staff sign in like everyone else (accounts.web.sign_in.admin_login_page): five wrong passwords lock
 the account, whichever door they were typed at, and a staff account with two-factor sign-in on
-is asked for its code.
+is asked for its code. With ACCOUNTS_STAFF_REQUIRE_TWO_FACTOR, a staff account without a second
+factor is sent to the Security page to set one up before any admin page opens.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+from urllib.parse import urlencode
 
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.apps import AdminConfig
 from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -21,10 +25,30 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 
+ViewType = TypeVar("ViewType", bound=Callable[..., Any])
+
 
 class PlatformAdminSite(admin.AdminSite):
     """Named after the platform (PLATFORM_NAME) in the administrator's language: never Django's
     default "Django administration"."""
+
+    def admin_view(self, view: ViewType, cacheable: bool = False) -> ViewType:
+        inner = super().admin_view(view, cacheable)
+        if getattr(view, "__func__", None) is PlatformAdminSite.logout:
+            return inner  # signing out needs no second factor
+
+        @functools.wraps(inner)
+        def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if staff_without_second_factor(request.user):
+                messages.warning(
+                    request, _("Set up a second factor before you use the administration.")
+                )
+                query = urlencode({"next": request.get_full_path()})
+                return HttpResponseRedirect(f"/settings/security?{query}#two-factor")
+            response: HttpResponse = inner(request, *args, **kwargs)
+            return response
+
+        return cast(ViewType, guarded)
 
     def each_context(self, request: HttpRequest) -> dict[str, Any]:
         context = super().each_context(request)
@@ -55,6 +79,17 @@ class PlatformAdminSite(admin.AdminSite):
         }
         request.current_app = self.name
         return admin_login_page(request, context=context)
+
+
+def staff_without_second_factor(user: Any) -> bool:
+    """A signed-in staff account that ACCOUNTS_STAFF_REQUIRE_TWO_FACTOR keeps out of the admin
+    until it holds a second factor."""
+    return bool(
+        settings.ACCOUNTS_STAFF_REQUIRE_TWO_FACTOR
+        and user.is_authenticated
+        and user.is_staff
+        and not user.two_factor_enabled
+    )
 
 
 class PlatformAdminConfig(AdminConfig):

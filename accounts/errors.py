@@ -246,3 +246,16 @@ class PasskeyInvalid(ApplicationError):
     status = 400
     code = "PASSKEY_INVALID"
     default_detail = "The passkey's answer could not be verified; start again."
+
+
+class ReauthenticationRequired(ApplicationError):
+    """What the request would do hands the account over (a factor off or replaced, the e-mail
+    changed, the account deleted): it needs a fresh proof of the owner (docs/sessions.md,
+    "Reauthentication")."""
+
+    status = 403
+    code = "REAUTHENTICATION_REQUIRED"
+    default_detail = (
+        "Confirm it is you: send your password (password), a code of your second factor "
+        "(token) or a passkey's answer (credential) with this request."
+    )

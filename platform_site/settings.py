@@ -297,6 +297,11 @@ ACCOUNTS_CODE_ATTEMPTS = env_int("ACCOUNTS_CODE_ATTEMPTS", 5, minimum=1)
 ACCOUNTS_CODE_RESEND_SECONDS = env_int("ACCOUNTS_CODE_RESEND_SECONDS", 60, minimum=0)
 ACCOUNTS_PREVENT_ENUMERATION = env_bool("ACCOUNTS_PREVENT_ENUMERATION", False)
 ACCOUNTS_PASSWORD_MAX_AGE_DAYS = env_int("ACCOUNTS_PASSWORD_MAX_AGE_DAYS", 0, minimum=0)
+# A session that began with a sign-in this recently may turn a factor off, change the e-mail...
+# without sending a proof again (docs/sessions.md, "Reauthentication").
+ACCOUNTS_REAUTH_SECONDS = env_int("ACCOUNTS_REAUTH_SECONDS", 300, minimum=30)
+# Staff accounts set up a second factor before the admin opens to them.
+ACCOUNTS_STAFF_REQUIRE_TWO_FACTOR = env_bool("ACCOUNTS_STAFF_REQUIRE_TWO_FACTOR", not DEBUG)
 ACCOUNTS_RATE_LIMIT_IP = env_rate("ACCOUNTS_RATE_LIMIT_IP", "60/m")
 ACCOUNTS_RATE_LIMIT_ACCOUNT = env_rate("ACCOUNTS_RATE_LIMIT_ACCOUNT", "20/m")
 # Per signed-in cabinet user, on /api/users/*.

@@ -97,6 +97,9 @@ def spectacular_settings(version: str) -> dict[str, Any]:
             "SendBatchStatusEnum": "exchange.api.serializers.BATCH_STATUSES",
             "WebhookDisabledReasonEnum": "exchange.api.webhooks.DISABLED_REASONS",
             "WebhookOutcomeEnum": "exchange.api.webhooks.OUTCOMES",
+            # A code's way (registration, a reset...), and a second factor (sign-in's steps).
+            "ConfirmMethodEnum": "accounts.api.serializers.CODE_METHODS",
+            "TwoFactorMethodEnum": "accounts.api.serializers.FACTOR_METHODS",
         },
         "POSTPROCESSING_HOOKS": [
             "drf_spectacular.hooks.postprocess_schema_enums",

@@ -199,7 +199,16 @@ def sessions_remembered(settings: Any) -> Any:
 
 @pytest.fixture
 def admin_user(db: Any) -> Any:
-    return UserFactory.create(username="root", is_staff=True, is_superuser=True)
+    """A superuser with a second factor, which ACCOUNTS_STAFF_REQUIRE_TWO_FACTOR asks of staff
+    before the admin opens."""
+    return UserFactory.create(
+        username="root",
+        is_staff=True,
+        is_superuser=True,
+        phone="+4915199999999",
+        two_factor_enabled=True,
+        code_factor="SMS",
+    )
 
 
 @pytest.fixture
@@ -227,9 +236,14 @@ class ApiClient(Client):
         return headers
 
     def call(self, method: str, path: str, body: Any = None, **extra: Any) -> Any:
-        data = (
-            {} if body is None else {"data": json.dumps(body), "content_type": "application/json"}
-        )
+        """``method`` on ``path`` with the JSON ``body``, or with no body at all (no content, as
+        an HTTP client sends a POST without one: not Django's empty multipart form)."""
+        if body is not None:
+            data: dict[str, Any] = {"data": json.dumps(body), "content_type": "application/json"}
+        elif method == "get":
+            data = {}
+        else:
+            data = {"data": b"", "content_type": "application/json"}
         return getattr(self, method)(path, **data, **self._headers(extra))
 
     def call_text(self, method: str, path: str, text: str, **extra: Any) -> Any:

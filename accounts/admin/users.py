@@ -25,7 +25,6 @@ from accounts import liveness
 from accounts.models import User
 from accounts.services.accounts import (
     account_credentials_expire,
-    account_delete,
     account_edit,
     account_expire,
     account_require_password_change,
@@ -34,6 +33,7 @@ from accounts.services.accounts import (
     account_unlock,
 )
 from accounts.services.adapters import adapter_password_rotate
+from accounts.services.deletion import account_delete_by_administrator
 from accounts.services.lockout import gate_of
 from accounts.services.passwords import password_set_by_administrator
 from accounts.services.two_factor import two_factor_reset
@@ -264,11 +264,11 @@ class UserAdmin(DjangoUserAdmin[User]):
         account_edit(user=obj, changed=set(form.changed_data), actor=actor_of(request))
 
     def delete_model(self, request: HttpRequest, obj: User) -> None:
-        account_delete(user=obj)
+        account_delete_by_administrator(user=obj, actor=actor_of(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         for user in queryset:
-            account_delete(user=user)
+            account_delete_by_administrator(user=user, actor=actor_of(request))
 
     @admin.action(
         description="Reset two-factor (second factor and recovery codes off; the person is told)"

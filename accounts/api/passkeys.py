@@ -11,12 +11,14 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api.reauthentication import REAUTH_ERRORS, reauth_of
 from accounts.api.serializers import (
     CREDENTIAL_HELP,
     OPTIONS_HELP,
     CredentialField,
     EmptyOutput,
     LoginSuccessOutput,
+    ReauthInput,
     login_success,
 )
 from accounts.api.views import SIGN_IN_CHECKS, AuthApi, CabinetApi
@@ -124,17 +126,24 @@ class PasskeysApi(CabinetApi):
         return Response(passkey_json(passkey), status=201)
 
 
-@answers(NotFound)
+@answers(NotFound, *REAUTH_ERRORS)
 class PasskeyApi(CabinetApi):
     @extend_schema(
         operation_id="passkeys_delete",
         summary="Remove a passkey",
+        description="Needs a fresh proof (password, token or credential) unless you signed in "
+        "within ACCOUNTS_REAUTH_SECONDS: 403 REAUTHENTICATION_REQUIRED. The last passkey of a "
+        "person without an SMS code or app turns two-factor sign-in off.",
+        request=ReauthInput,
         responses={200: EmptyOutput},
         tags=["passkeys"],
     )
     def delete(self, request: AuthenticatedRequest, passkey_id: uuid.UUID) -> Response:
         if not passkey_remove(
-            user=request.user, passkey_id=passkey_id, request=http_request_of(request)
+            user=request.user,
+            passkey_id=passkey_id,
+            reauth=reauth_of(request),
+            request=http_request_of(request),
         ):
             raise NotFound("You have no passkey with this id.")
         return Response({})

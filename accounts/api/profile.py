@@ -9,13 +9,16 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from accounts.api.confirmations import CODE_ERRORS, RESEND_ERRORS, resend_json
+from accounts.api.reauthentication import REAUTH_ERRORS, reauth_of
 from accounts.api.serializers import (
+    AccountDeleteInput,
     ChallengeOutput,
     ChangePasswordInput,
     ConfirmInput,
     EmptyOutput,
     LoginSuccessOutput,
     ProfileInput,
+    ReauthInput,
     RecoveryCodesOutput,
     ResendInput,
     ResendOutput,
@@ -42,6 +45,7 @@ from accounts.models import Challenge, Session
 from accounts.permissions import IsCabinetUser, IsCabinetUserDoing
 from accounts.selectors import sessions_live
 from accounts.services.challenges import challenge_resend
+from accounts.services.deletion import account_delete
 from accounts.services.passwords import password_change
 from accounts.services.profile import profile_update, session_revoke_own
 from accounts.services.two_factor import (
@@ -97,6 +101,26 @@ class MeApi(CabinetApi):
         )
         return Response(user_dto(user))
 
+    @extend_schema(
+        operation_id="users_me_delete",
+        summary="Delete your account, its adapters and their queues, routes, webhooks and topics",
+        description="Always needs password, and a proof of your second factor as well while "
+        "one is on (token, or credential with the requestId of "
+        "POST /api/users/me/reauthentication): 403 REAUTHENTICATION_REQUIRED without them. "
+        "Every session ends; messages your adapters sent stay with their recipients; the "
+        "audit keeps its events under a pseudonym; a last e-mail confirms it.",
+        request=AccountDeleteInput,
+        responses={200: EmptyOutput},
+        tags=["profile"],
+    )
+    @answers(*REAUTH_ERRORS)
+    def delete(self, request: AuthenticatedRequest) -> Response:
+        data = AccountDeleteInput.validated(request.data)
+        account_delete(
+            user=request.user, reauth=reauth_of(request, data), request=http_request_of(request)
+        )
+        return Response({})
+
 
 # The current password is checked like a sign-in's, under the account's lock.
 @answers(AccountLocked, SignInBusy)
@@ -140,14 +164,19 @@ class TwoFactorApi(CabinetApi):
 
     @extend_schema(
         operation_id="users_two_factor_disable",
-        summary="Turn two-factor sign-in off, whichever factor is on (you are told by e-mail)",
-        description="The recovery codes stop working too.",
-        request=None,
+        summary="Turn the SMS code or the authenticator app off (you are told by e-mail)",
+        description="Needs a fresh proof (password, token or credential) unless you signed in "
+        "within ACCOUNTS_REAUTH_SECONDS: 403 REAUTHENTICATION_REQUIRED. Passkeys stay, and "
+        "with them two-factor sign-in; with no factor left, the recovery codes stop working too.",
+        request=ReauthInput,
         responses={200: TwoFactorOutput},
         tags=["two-factor"],
     )
+    @answers(*REAUTH_ERRORS)
     def delete(self, request: AuthenticatedRequest) -> Response:
-        user = two_factor_disable(user=request.user, request=http_request_of(request))
+        user = two_factor_disable(
+            user=request.user, reauth=reauth_of(request), request=http_request_of(request)
+        )
         return Response({"twoFactorEnabled": user.two_factor_enabled})
 
 
@@ -194,20 +223,24 @@ class TwoFactorResendApi(CabinetApi):
         return Response(resend_json(started))
 
 
+@answers(*REAUTH_ERRORS)
 class TotpApi(CabinetApi):
     @extend_schema(
         operation_id="users_two_factor_totp",
         summary="Start adding an authenticator app: its secret and otpauth URI",
         description="Put the secret into the app (the URI is the QR code's content), then "
-        "confirm with the app's code. Confirming makes the app the account's second factor, in "
+        "confirm with the app's code. Confirming makes the app the account's code factor, in "
         "place of the SMS code or of another app; until then nothing changes. secret is shown "
-        "only in this answer.",
-        request=None,
+        "only in this answer. Replacing a code factor needs a fresh proof (password, token or "
+        "credential) unless you signed in within ACCOUNTS_REAUTH_SECONDS.",
+        request=ReauthInput,
         responses={200: TotpStartOutput},
         tags=["two-factor"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
-        started = totp_enable_start(user=request.user)
+        started = totp_enable_start(
+            user=request.user, reauth=reauth_of(request), request=http_request_of(request)
+        )
         return Response(
             {
                 "requestId": str(started.challenge.pk),
@@ -241,19 +274,22 @@ class TotpConfirmApi(CabinetApi):
         return Response({"recoveryCodes": enabled.recovery_codes})
 
 
-@answers(TwoFactorNotEnabled)
+@answers(TwoFactorNotEnabled, *REAUTH_ERRORS)
 class RecoveryCodesApi(CabinetApi):
     @extend_schema(
         operation_id="users_two_factor_recovery_codes",
         summary="New recovery codes: the old ones stop working",
         description="recoveryCodes are shown only in this answer. 409 TWO_FACTOR_NOT_ENABLED "
-        "while two-factor sign-in is off.",
-        request=None,
+        "while two-factor sign-in is off. Needs a fresh proof (password, token or credential) "
+        "unless you signed in within ACCOUNTS_REAUTH_SECONDS.",
+        request=ReauthInput,
         responses={200: RecoveryCodesOutput},
         tags=["two-factor"],
     )
     def post(self, request: AuthenticatedRequest) -> Response:
-        codes = recovery_codes_regenerate(user=request.user, request=http_request_of(request))
+        codes = recovery_codes_regenerate(
+            user=request.user, reauth=reauth_of(request), request=http_request_of(request)
+        )
         return Response({"recoveryCodes": codes})
 
 

@@ -17,6 +17,10 @@ from accounts.services.sign_in import SignIn
 from accounts.services.tokens import role_of
 from platform_site.serializers import Input
 
+# Where a code that the platform sends goes (ChallengeOutput), and the second factors.
+CODE_METHODS = ["EMAIL", "SMS"]
+FACTOR_METHODS = list(TwoFactorMethod.values)
+
 PASSWORD_MAX_LENGTH = 4096  # hashing an unbounded input is a way to burn the server's CPU
 
 
@@ -52,7 +56,7 @@ class UserDtoOutput(serializers.Serializer[Any]):
     emailConfirmed = serializers.BooleanField()
     twoFactorEnabled = serializers.BooleanField()
     twoFactorMethod = serializers.ChoiceField(
-        choices=TwoFactorMethod.values,
+        choices=FACTOR_METHODS,
         allow_null=True,
         help_text="The second factor a sign-in asks for first while two-factor sign-in is on: "
         "an SMS code, an authenticator app's code (TOTP) or a passkey; chosen by the person "
@@ -150,7 +154,7 @@ class RegisterInput(NewPasswordInput):
 
 class ChallengeOutput(serializers.Serializer[Any]):
     requestId = serializers.UUIDField()
-    confirmMethod = serializers.ChoiceField(choices=["EMAIL", "SMS"])
+    confirmMethod = serializers.ChoiceField(choices=CODE_METHODS)
     retryAfterSeconds = serializers.IntegerField(
         help_text="Seconds before resend may send another code."
     )
@@ -207,10 +211,57 @@ class TwoFactorConfirmInput(Input):
         return attrs
 
 
+class ReauthInput(Input):
+    """A fresh proof of the account's owner (docs/sessions.md, "Reauthentication"): optional
+    within ACCOUNTS_REAUTH_SECONDS of signing in; any that is sent is checked."""
+
+    password = serializers.CharField(
+        max_length=PASSWORD_MAX_LENGTH,
+        required=False,
+        trim_whitespace=False,
+        help_text="Your current password; a wrong one is 401 BAD_CREDENTIALS and counts toward "
+        "the lock.",
+    )
+    token = serializers.CharField(
+        max_length=CODE_MAX_LENGTH,
+        required=False,
+        help_text="A code of your second factor: the authenticator app's or a recovery code; "
+        "with requestId (POST /api/users/me/reauthentication), the SMS code it sent.",
+    )
+    credential = CredentialField(
+        required=False,
+        help_text="A passkey's answer (credential.toJSON()) to the options of requestId.",
+    )
+    requestId = serializers.UUIDField(
+        required=False, help_text="The challenge of POST /api/users/me/reauthentication."
+    )
+
+
+class EmailChangeInput(ReauthInput):
+    newEmail = serializers.EmailField(max_length=254)
+
+
+class AccountDeleteInput(ReauthInput):
+    password = serializers.CharField(
+        max_length=PASSWORD_MAX_LENGTH,
+        trim_whitespace=False,
+        help_text="Your current password, always; a wrong one is 401 BAD_CREDENTIALS and counts "
+        "toward the lock.",
+    )
+
+
+class ReauthStartInput(Input):
+    method = serializers.ChoiceField(
+        choices=FACTOR_METHODS,
+        required=False,
+        help_text="The factor to prove (one you hold); without it, the one asked first.",
+    )
+
+
 class TwoFactorResendInput(Input):
     requestId = serializers.UUIDField()
     method = serializers.ChoiceField(
-        choices=TwoFactorMethod.values,
+        choices=FACTOR_METHODS,
         required=False,
         help_text="Switch the sign-in to another of your factors (otherMethods) at once: the "
         "same requestId, no cooldown. Without it, the SMS code is sent again.",
@@ -219,13 +270,13 @@ class TwoFactorResendInput(Input):
 
 class TwoFactorResendOutput(serializers.Serializer[Any]):
     requestId = serializers.UUIDField()
-    confirmMethod = serializers.ChoiceField(choices=TwoFactorMethod.values)
+    confirmMethod = serializers.ChoiceField(choices=FACTOR_METHODS)
     retryAfterSeconds = serializers.IntegerField(
         allow_null=True,
         help_text="Seconds before an SMS code may be sent again; null when nothing was sent "
         "(TOTP, PASSKEY).",
     )
-    otherMethods = serializers.ListField(child=serializers.ChoiceField(TwoFactorMethod.values))
+    otherMethods = serializers.ListField(child=serializers.ChoiceField(FACTOR_METHODS))
     options = serializers.DictField(
         required=False, help_text=f"For confirmMethod PASSKEY: the request options. {OPTIONS_HELP}"
     )
@@ -261,7 +312,7 @@ class ProfileInput(Input):
         "Empty removes it.",
     )
     twoFactorMethod = serializers.ChoiceField(
-        choices=TwoFactorMethod.values,
+        choices=FACTOR_METHODS,
         required=False,
         help_text="The second factor a sign-in asks for first: one you hold.",
     )

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from accounts.api import confirmations, passkeys, profile, views
+from accounts.api import account, confirmations, passkeys, profile, reauthentication, views
 
 urlpatterns = [
     path("auth/login/email", views.LoginEmailApi.as_view()),
@@ -18,6 +18,10 @@ urlpatterns = [
     path("auth/reset-password/resend", confirmations.ResetPasswordResendApi.as_view()),
     path("auth/reset-password/confirm", confirmations.ResetPasswordConfirmApi.as_view()),
     path("users/me", profile.MeApi.as_view()),
+    path("users/me/email", account.EmailChangeApi.as_view()),
+    path("users/me/email/resend", account.EmailChangeResendApi.as_view()),
+    path("users/me/email/confirm", account.EmailChangeConfirmApi.as_view()),
+    path("users/me/reauthentication", reauthentication.ReauthenticationApi.as_view()),
     path("users/change-password", profile.ChangePasswordApi.as_view()),
     path("users/two-factor-authentication", profile.TwoFactorApi.as_view()),
     path("users/two-factor-authentication/confirm", profile.TwoFactorConfirmApi.as_view()),

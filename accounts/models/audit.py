@@ -37,6 +37,8 @@ class AuditEvent(models.Model):
         PASSKEY_ADDED = "PASSKEY_ADDED", _("Passkey added")
         PASSKEY_REMOVED = "PASSKEY_REMOVED", _("Passkey removed")
         PASSKEY_CLONED = "PASSKEY_CLONED", _("Passkey refused: its sign count went backwards")
+        EMAIL_CHANGED = "EMAIL_CHANGED", _("E-mail address changed")
+        ACCOUNT_DELETED = "ACCOUNT_DELETED", _("Account deleted")
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
     user = models.ForeignKey(

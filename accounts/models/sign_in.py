@@ -71,6 +71,8 @@ class Challenge(models.Model):
         ENABLE_TWO_FACTOR = "ENABLE_TWO_FACTOR", "Enabling two-factor sign-in"
         PASSWORD_RESET = "PASSWORD_RESET", "Password reset"
         ENABLE_TOTP = "ENABLE_TOTP", "Enabling an authenticator app"
+        EMAIL_CHANGE = "EMAIL_CHANGE", "Changing the e-mail address"
+        REAUTHENTICATION = "REAUTHENTICATION", "Confirming it is the owner"
 
     class Method(models.TextChoices):
         EMAIL = "EMAIL", "E-mail"

@@ -117,12 +117,5 @@ def account_session_revoke(*, session: Session, actor: User | None) -> bool:
     return ended
 
 
-def account_delete(*, user: User) -> None:
-    """Delete ``user`` with everything it owns (its adapters, sessions, routes and messages)."""
-    adapters = list(user.adapters.values_list("pk", flat=True))
-    with liveness.changing([user.pk, *adapters]):
-        user.delete()
-
-
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()

@@ -47,6 +47,8 @@ DELIVERY = {
     Purpose.PASSWORD_RESET: (Challenge.Method.EMAIL, "password_reset_code"),
     Purpose.SIGN_IN: (Challenge.Method.SMS, "sign_in_code"),
     Purpose.ENABLE_TWO_FACTOR: (Challenge.Method.SMS, "enable_two_factor_code"),
+    Purpose.REAUTHENTICATION: (Challenge.Method.SMS, "reauthentication_code"),
+    Purpose.EMAIL_CHANGE: (Challenge.Method.EMAIL, "email_change_code"),
 }
 
 # Spend one attempt of a challenge still open; the row lock makes parallel spends take turns.

@@ -45,6 +45,8 @@ class Notice(StrEnum):
     RECOVERY_CODES_REPLACED = "recovery_codes_replaced"
     ADAPTER_PASSWORD_ROTATED = "adapter_password_rotated"  # noqa: S105 (a notice's name)
     ADAPTER_WEBHOOK_DISABLED = "adapter_webhook_disabled"
+    EMAIL_CHANGED = "email_changed"
+    ACCOUNT_DELETED = "account_deleted"
 
 
 # What happened, as the subject and as the first sentence.
@@ -63,6 +65,8 @@ SUBJECTS: dict[Notice, Any] = {
     Notice.RECOVERY_CODES_REPLACED: _("You have new recovery codes"),
     Notice.ADAPTER_PASSWORD_ROTATED: _("An adapter got a new password"),
     Notice.ADAPTER_WEBHOOK_DISABLED: _("An adapter's webhook was turned off"),
+    Notice.EMAIL_CHANGED: _("Your e-mail address was changed"),
+    Notice.ACCOUNT_DELETED: _("Your account was deleted"),
 }
 HEADLINES: dict[Notice, Any] = {
     Notice.NEW_DEVICE_SIGN_IN: _(
@@ -115,6 +119,14 @@ HEADLINES: dict[Notice, Any] = {
         "The webhook of your adapter %(adapter)s was turned off: %(reason)s Its messages wait in "
         "its queue until you turn the webhook on again or delete it."
     ),
+    Notice.EMAIL_CHANGED: _(
+        "The e-mail address of your account was changed from this one to %(email)s. Its "
+        "notices now go there, and every other session was signed out."
+    ),
+    Notice.ACCOUNT_DELETED: _(
+        "Your account was deleted, with its adapters, their queues, routes, webhooks and "
+        "topics. Its personal data is erased; this address can register again."
+    ),
 }
 # Why the platform turned a webhook off (exchange.models.Webhook.DisabledReason).
 WEBHOOK_REASONS: dict[str, Any] = {
@@ -139,7 +151,21 @@ ADVICE_LOCKED = _(
     "right away by resetting it, choose a new password."
 )
 
-ADVICES = {Notice.ACCOUNT_LOCKED: ADVICE_LOCKED, Notice.ADAPTER_WEBHOOK_DISABLED: ADVICE_WEBHOOK}
+ADVICE_EMAIL_CHANGED = _(
+    "If this was not you, someone may have taken over your account: contact your administrator "
+    "at once, who can give the account its address back and sign everyone out."
+)
+ADVICE_DELETED = _(
+    "If this was not you, contact your administrator at once: the account cannot be restored, "
+    "but what happened can be looked into."
+)
+
+ADVICES = {
+    Notice.ACCOUNT_LOCKED: ADVICE_LOCKED,
+    Notice.ADAPTER_WEBHOOK_DISABLED: ADVICE_WEBHOOK,
+    Notice.EMAIL_CHANGED: ADVICE_EMAIL_CHANGED,
+    Notice.ACCOUNT_DELETED: ADVICE_DELETED,
+}
 
 
 def device_is_new(*, user: User, device: Device, now: datetime) -> bool:
@@ -177,6 +203,8 @@ def notice_send(
     device: Device | None = None,
     at: datetime | None = None,
     decoy_address: str = "",
+    to: str = "",
+    language: str = "",
     **details: Any,
 ) -> OutboxMessage | None:
     """Queue ``kind``'s notice to ``user`` (None when they have no address to tell). ``details``
@@ -186,7 +214,22 @@ def notice_send(
     ``user`` None with a ``decoy_address`` (a lock of an unknown e-mail address) writes the
     notice all the same, for nobody: the outbox skips it, and the request did the work a real
     account's would (docs/sessions.md, "Signing in").
+
+    ``to`` tells another address than the account's, in ``language`` or the account's: the old
+    one of a changed address, or that of an account just deleted (``user`` None).
     """
+    if to:
+        return _queue(
+            kind,
+            to=to,
+            user=user,
+            language=language or (user.language if user is not None else ""),
+            request=request,
+            device=device,
+            at=at,
+            details=details,
+            requires_account=False,
+        )
     if user is None:
         if not decoy_address:
             return None
@@ -199,6 +242,7 @@ def notice_send(
             device=device,
             at=at,
             details=details,
+            requires_account=True,
         )
     if user.kind != User.Kind.USER or not user.email:
         return None
@@ -211,6 +255,7 @@ def notice_send(
         device=device,
         at=at,
         details=details,
+        requires_account=False,
     )
 
 
@@ -224,6 +269,7 @@ def _queue(
     device: Device | None,
     at: datetime | None,
     details: dict[str, Any],
+    requires_account: bool,
 ) -> OutboxMessage:
     language = language or translation.get_language() or settings.LANGUAGE_CODE
     with translation.override(language):
@@ -251,6 +297,6 @@ def _queue(
             template="security_notice",
             context=context,
             user=user,
-            requires_account=user is None,
+            requires_account=requires_account,
             label=f"notice_{kind.value}",
         )

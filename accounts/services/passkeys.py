@@ -43,6 +43,7 @@ from accounts.ratelimits import auth_limits_consume
 from accounts.services.audit import audit
 from accounts.services.factors import factor_change_tell, factors_settle, user_locked
 from accounts.services.passkey_assertions import assertion_ask, assertion_verified, passkey_of
+from accounts.services.reauthentication import Reauthentication, reauthenticated
 from accounts.services.sign_in import SignIn, sign_in_continue
 
 MAX_NAME = 100
@@ -174,10 +175,21 @@ def passkeys_of(*, user: User) -> list[Passkey]:
     return list(Passkey.objects.filter(user=user).order_by("created_at"))
 
 
+def passkey_remove(
+    *,
+    user: User,
+    passkey_id: uuid.UUID,
+    reauth: Reauthentication,
+    request: HttpRequest | None,
+) -> bool:
+    """Remove one of ``user``'s passkeys, with a fresh proof of the owner; whether there was
+    one. The last one of a person without a code factor turns two-factor sign-in off."""
+    reauthenticated(user=user, reauth=reauth, request=request)
+    return _passkey_removed(user=user, passkey_id=passkey_id, request=request)
+
+
 @transaction.atomic
-def passkey_remove(*, user: User, passkey_id: uuid.UUID, request: HttpRequest | None) -> bool:
-    """Remove one of ``user``'s passkeys; whether there was one. The last one of a person
-    without a code factor turns two-factor sign-in off."""
+def _passkey_removed(*, user: User, passkey_id: uuid.UUID, request: HttpRequest | None) -> bool:
     locked = user_locked(user)
     deleted, _ = Passkey.objects.filter(user=locked, pk=passkey_id).delete()
     if not deleted:

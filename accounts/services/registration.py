@@ -85,13 +85,14 @@ def register(*, email: str, password: str, request: HttpRequest | None) -> Start
     password_validate(password, user=User(email=email))  # the same answers as a new address
     make_password(password)  # and the same hashing time
     with transaction.atomic():
-        _email_taken_tell(owner=existing)
+        email_taken_tell(owner=existing)
         return challenge_start(purpose=Challenge.Purpose.REGISTRATION, user=None, address=email)
 
 
-def _email_taken_tell(*, owner: User) -> None:
-    """The e-mail telling ``owner`` that somebody tried to register their address: one per
-    ACCOUNTS_CODE_RESEND_SECONDS at most, or registrations would mail-bomb them. Within that
+def email_taken_tell(*, owner: User, template: str = EMAIL_TAKEN) -> None:
+    """The e-mail telling ``owner`` that somebody tried to register their address (or, with
+    ``template``, to make it their own): one per ACCOUNTS_CODE_RESEND_SECONDS at most, or
+    registrations would mail-bomb them. Within that
     time the same e-mail is written for nobody and skipped by the outbox, like a reset's for an
     unknown address: the request does the same work and answers the same 200.
 
@@ -104,11 +105,11 @@ def _email_taken_tell(*, owner: User) -> None:
     User.objects.select_for_update().filter(pk=owner.pk).exists()
     since = timezone.now() - timedelta(seconds=settings.ACCOUNTS_CODE_RESEND_SECONDS)
     told = OutboxMessage.objects.filter(
-        user=owner, template=EMAIL_TAKEN, created_at__gt=since
+        user=owner, template=template, created_at__gt=since
     ).exists()
     outbox_email(
         to=owner.email,
-        template=EMAIL_TAKEN,
+        template=template,
         context={},
         user=None if told else owner,
         requires_account=told,

@@ -39,7 +39,7 @@ from accounts.services.challenges import challenge_pending, challenge_start
 from accounts.services.lockout import Gate, gate_held, gate_key
 from accounts.services.notices import Notice, device_is_new, notice_send
 from accounts.services.sessions import session_start
-from accounts.services.sign_in_challenges import sign_in_challenge_open
+from accounts.services.sign_in_challenges import factor_challenge_open
 from accounts.services.tokens import TokenPair
 
 IdentifierKind = Literal["email", "username"]
@@ -268,4 +268,4 @@ def _email_confirmation_asked(user: User) -> EmailNotConfirmed:
 
 def _second_factor_asked(user: User, *, device: Device) -> TwoFactorRequired:
     """The sign-in's second step (accounts.services.sign_in_challenges): the error to raise."""
-    return TwoFactorRequired(sign_in_challenge_open(user=user, device=device).as_json())
+    return TwoFactorRequired(factor_challenge_open(user=user, device=device).as_json())

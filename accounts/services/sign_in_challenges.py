@@ -67,17 +67,26 @@ def _others(held: list[TwoFactorMethod], method: str) -> list[str]:
     return [factor.value for factor in held if factor != method]
 
 
-def sign_in_challenge_open(*, user: User, device: Device) -> Asked:
-    """The second step of ``user``'s sign-in from ``device``, asking for the factor chosen
-    first: a passkey, the authenticator app (both bound to nothing sent), or an SMS code (the one
-    pending within its cooldown, or a new one sent)."""
+def factor_challenge_open(
+    *,
+    user: User,
+    device: Device,
+    purpose: Challenge.Purpose = Challenge.Purpose.SIGN_IN,
+    method: str | None = None,
+) -> Asked:
+    """The second step of ``user``'s sign-in from ``device`` (or, with ``purpose``
+    REAUTHENTICATION, a signed-in person's proof), asking for ``method`` or the factor chosen
+    first: a passkey, the authenticator app (both bound to nothing sent), or an SMS code (the
+    one pending within its cooldown, or a new one sent)."""
     held = factors_held(user)
-    method = user.two_factor_method if user.two_factor_method in held else None
-    method = method or (held[0] if held else TwoFactorMethod.SMS)
+    if method is not None and method not in held:
+        raise ValidationFailed({"method": [str(NOT_HELD)]})
+    first = user.two_factor_method if user.two_factor_method in held else None
+    method = method or first or (held[0] if held else TwoFactorMethod.SMS)
     if method == TwoFactorMethod.PASSKEY:
         asked = assertion_ask(user=user)
         challenge = challenge_open(
-            purpose=Challenge.Purpose.SIGN_IN,
+            purpose=purpose,
             method=Challenge.Method.PASSKEY,
             user=user,
             device_key=device.key,
@@ -87,20 +96,17 @@ def sign_in_challenge_open(*, user: User, device: Device) -> Asked:
     authenticator = authenticator_confirmed(user=user) if method == TwoFactorMethod.TOTP else None
     if authenticator is not None:
         challenge = challenge_open(
-            purpose=Challenge.Purpose.SIGN_IN,
+            purpose=purpose,
             method=Challenge.Method.TOTP,
             user=user,
             device_key=device.key,
             authenticator=authenticator,
         )
         return Asked(challenge, None, None, _others(held, method))
-    started = challenge_pending(purpose=Challenge.Purpose.SIGN_IN, user=user)
+    started = challenge_pending(purpose=purpose, user=user)
     if started is None:
         started = challenge_start(
-            purpose=Challenge.Purpose.SIGN_IN,
-            user=user,
-            address=user.phone,
-            device_key=device.key,
+            purpose=purpose, user=user, address=user.phone, device_key=device.key
         )
     return Asked(
         started.challenge, started.retry_after_seconds, None, _others(held, TwoFactorMethod.SMS)

@@ -37,6 +37,7 @@ from accounts.services.challenges import (
 )
 from accounts.services.factors import factor_change_tell, factors_settle, user_locked
 from accounts.services.notices import Notice, notice_send
+from accounts.services.reauthentication import Reauthentication, reauthenticated
 from accounts.services.recovery_codes import recovery_codes_replace
 
 
@@ -88,10 +89,15 @@ def two_factor_enable_confirm(
     return _turn_on(user=user, method=CodeFactor.SMS, request=request)
 
 
-def totp_enable_start(*, user: User) -> TotpStarted:
+def totp_enable_start(
+    *, user: User, reauth: Reauthentication, request: HttpRequest | None
+) -> TotpStarted:
     """A new authenticator app for ``user``: a secret to put into the app, and a challenge that
     the app's first code confirms. An app being added before and not confirmed is dropped; a
-    confirmed one stays the factor until the new one is confirmed."""
+    confirmed one stays the factor until the new one is confirmed. Replacing a code factor
+    needs a fresh proof of the owner (accounts.services.reauthentication)."""
+    if user.code_factor:
+        reauthenticated(user=user, reauth=reauth, request=request)
     with transaction.atomic():
         Authenticator.objects.filter(user=user, confirmed_at__isnull=True).delete()
         authenticator, secret = authenticator_create(user=user)
@@ -201,10 +207,17 @@ def _code_factor_off(locked: User) -> bool:
     return had
 
 
+def two_factor_disable(
+    *, user: User, reauth: Reauthentication, request: HttpRequest | None
+) -> User:
+    """Turn the code factor off (an SMS code or an app), with a fresh proof of the owner;
+    passkeys stay, and with them two-factor sign-in. The person is told by e-mail."""
+    reauthenticated(user=user, reauth=reauth, request=request)
+    return _two_factor_disabled(user=user, request=request)
+
+
 @transaction.atomic
-def two_factor_disable(*, user: User, request: HttpRequest | None) -> User:
-    """Turn the code factor off (an SMS code or an app); passkeys stay, and with them
-    two-factor sign-in. The person is told by e-mail."""
+def _two_factor_disabled(*, user: User, request: HttpRequest | None) -> User:
     locked = user_locked(user)
     method = locked.code_factor
     if not method:
@@ -231,11 +244,19 @@ def two_factor_reset(*, user: User, actor: User | None) -> User:
     return locked
 
 
-@transaction.atomic
-def recovery_codes_regenerate(*, user: User, request: HttpRequest | None) -> list[str]:
-    """A new set of recovery codes, shown once; the old set stops working."""
+def recovery_codes_regenerate(
+    *, user: User, reauth: Reauthentication, request: HttpRequest | None
+) -> list[str]:
+    """A new set of recovery codes, shown once, with a fresh proof of the owner; the old set
+    stops working."""
     if not user.two_factor_enabled:
         raise TwoFactorNotEnabled()
+    reauthenticated(user=user, reauth=reauth, request=request)
+    return _recovery_codes_replaced(user=user, request=request)
+
+
+@transaction.atomic
+def _recovery_codes_replaced(*, user: User, request: HttpRequest | None) -> list[str]:
     codes = recovery_codes_replace(user=user)
     audit(Kind.RECOVERY_CODES_GENERATED, user=user, request=request)
     notice_send(Notice.RECOVERY_CODES_REPLACED, user=user, request=request)

@@ -27,8 +27,10 @@ from accounts.services.passkeys import (
     passkey_sign_in_start,
     passkeys_of,
 )
+from accounts.services.reauthentication import Reauthentication
 from accounts.web.flows import cabinet_user, sign_in_outcome, too_many
 from accounts.web.forms import LoginForm, PasskeyAddForm, PasskeyAnswerForm
+from accounts.web.reauth import with_proof
 from platform_site.errors import RateLimited
 
 SECURITY = "/settings/security#passkeys"
@@ -95,13 +97,18 @@ def passkey_remove_page(request: HttpRequest, passkey_id: uuid.UUID) -> HttpResp
     passkey = _own_passkey(user, passkey_id)
     if request.method == "GET":
         return render(request, "cabinet/passkey_remove.html", {"passkey": passkey})
-    if not passkey_remove(user=user, passkey_id=passkey.pk, request=request):
-        raise Http404  # removed meanwhile
-    messages.success(
-        request,
-        _("The passkey “%(name)s” is removed: it no longer signs you in.") % {"name": passkey.name},
-    )
-    return redirect(SECURITY)
+
+    def remove(reauth: Reauthentication) -> HttpResponse:
+        if not passkey_remove(user=user, passkey_id=passkey.pk, reauth=reauth, request=request):
+            raise Http404  # removed meanwhile
+        messages.success(
+            request,
+            _("The passkey “%(name)s” is removed: it no longer signs you in.")
+            % {"name": passkey.name},
+        )
+        return redirect(SECURITY)
+
+    return with_proof(request, remove, back=f"/settings/passkeys/{passkey.pk}/remove")
 
 
 @require_POST

@@ -28,6 +28,7 @@ from accounts.services.profile import (
     profile_update,
     session_revoke_own,
 )
+from accounts.services.reauthentication import Reauthentication
 from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.two_factor import (
     two_factor_disable,
@@ -47,6 +48,7 @@ from accounts.web.forms import (
     FirstFactorForm,
     ProfileForm,
 )
+from accounts.web.reauth import with_proof
 from accounts.web.sessions import (
     current_session_id,
 )
@@ -200,9 +202,17 @@ def two_factor_confirm_page(request: HttpRequest) -> HttpResponse:
 def two_factor_disable_page(request: HttpRequest) -> HttpResponse:
     """The code factor off (SMS codes or the app); passkeys stay, and two-factor sign-in with
     them."""
-    user = cabinet_user(request)
-    was = user.code_factor
-    user = two_factor_disable(user=user, request=request)
+    was = cabinet_user(request).code_factor
+
+    def disable(reauth: Reauthentication) -> HttpResponse:
+        user = two_factor_disable(user=cabinet_user(request), reauth=reauth, request=request)
+        _disabled_told(request, user=user, was=was)
+        return redirect("/settings/security")
+
+    return with_proof(request, disable)
+
+
+def _disabled_told(request: HttpRequest, *, user: User, was: str) -> None:
     if user.two_factor_enabled:
         messages.success(
             request,
@@ -216,7 +226,6 @@ def two_factor_disable_page(request: HttpRequest) -> HttpResponse:
         )
     else:
         messages.success(request, _("Two-factor sign-in is off. We sent you an e-mail about it."))
-    return redirect("/settings/security")
 
 
 @login_required(login_url="/login")

@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
 from accounts.errors import AttemptsExceeded, CodeInvalid, TwoFactorNotEnabled
+from accounts.services.reauthentication import Reauthentication
 from accounts.services.two_factor import (
     recovery_codes_regenerate,
     totp_enable_confirm,
@@ -22,6 +23,7 @@ from accounts.services.two_factor import (
 )
 from accounts.web.flows import cabinet_user, code_error
 from accounts.web.forms import CodeForm
+from accounts.web.reauth import with_proof
 
 
 def qr_svg(uri: str) -> SafeString:
@@ -41,8 +43,11 @@ def recovery_codes_page(request: HttpRequest, codes: list[str]) -> HttpResponse:
 @login_required(login_url="/login")
 @require_POST
 def app_start_page(request: HttpRequest) -> HttpResponse:
-    started = totp_enable_start(user=cabinet_user(request))
-    return redirect(f"/settings/two-factor/app?requestId={started.challenge.pk}")
+    def start(reauth: Reauthentication) -> HttpResponse:
+        started = totp_enable_start(user=cabinet_user(request), reauth=reauth, request=request)
+        return redirect(f"/settings/two-factor/app?requestId={started.challenge.pk}")
+
+    return with_proof(request, start)
 
 
 @login_required(login_url="/login")
@@ -87,8 +92,13 @@ def app_confirm_page(request: HttpRequest) -> HttpResponse:
 @login_required(login_url="/login")
 @require_POST
 def recovery_codes_new_page(request: HttpRequest) -> HttpResponse:
-    try:
-        codes = recovery_codes_regenerate(user=cabinet_user(request), request=request)
-    except TwoFactorNotEnabled:
-        return redirect("/settings/security")
-    return recovery_codes_page(request, codes)
+    def regenerate(reauth: Reauthentication) -> HttpResponse:
+        try:
+            codes = recovery_codes_regenerate(
+                user=cabinet_user(request), reauth=reauth, request=request
+            )
+        except TwoFactorNotEnabled:
+            return redirect("/settings/security")
+        return recovery_codes_page(request, codes)
+
+    return with_proof(request, regenerate)

@@ -1,8 +1,9 @@
 from django.urls import path
 
-from exchange.api import owners, topics, webhooks
+from exchange.api import export, owners, topics, webhooks
 
 urlpatterns = [
+    path("users/me/export", export.ExportApi.as_view()),
     path("users/adapters", owners.AdaptersApi.as_view()),
     path("users/adapters/<int:adapter_id>", owners.AdapterApi.as_view()),
     path("users/adapters/<int:adapter_id>/password", owners.AdapterPasswordApi.as_view()),

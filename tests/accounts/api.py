@@ -84,7 +84,7 @@ def state(name: str) -> dict[str, Any]:
         "disabled": {"is_active": False},
         "expired": {"account_expires_at": long_ago},
         "credentials-expired": {"credentials_expire_at": long_ago},
-        "two-factor": {"two_factor_enabled": True, "phone": PHONE},
+        "two-factor": {"two_factor_enabled": True, "code_factor": "SMS", "phone": PHONE},
     }
     return states[name]
 

@@ -31,7 +31,6 @@ from accounts.management.commands.seed_demo import DEMO_USER
 from accounts.models import Session, User
 from accounts.services.accounts import (
     account_credentials_expire,
-    account_delete,
     account_edit,
     account_expire,
     account_require_password_change,
@@ -39,12 +38,14 @@ from accounts.services.accounts import (
     account_set_active,
 )
 from accounts.services.adapters import adapter_delete, adapter_password_rotate
+from accounts.services.deletion import account_delete_by_administrator
 from accounts.services.passwords import (
     password_change,
     password_reset_confirm,
     password_reset_request,
 )
 from accounts.services.profile import profile_language_set, profile_update
+from accounts.services.reauthentication import Proof, Reauthentication
 from accounts.services.registration import email_confirm, register
 from accounts.services.sessions import (
     session_delete,
@@ -67,6 +68,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 NEW_PASSWORD = "another-Strong-passw0rd"
 DEVICE = Device(key="d:liveness-1", device_id="liveness-1", user_agent="pytest", ip="127.0.0.1")
+# The owner's password sent with a request that needs a fresh proof (the factories' password).
+PROVED = Reauthentication(session=None, proof=Proof(password=DEFAULT_PASSWORD), device=DEVICE)
 _WRITE = re.compile(
     r'^\s*(?:UPDATE "(?P<updated>accounts_user|accounts_session)" SET (?P<set>.*?) WHERE'
     r'|DELETE FROM "(?P<deleted>accounts_user|accounts_session)")',
@@ -199,7 +202,9 @@ def admin_edit(w: World) -> tuple[list[int], Act]:
 
 
 def delete_owner(w: World) -> tuple[list[int], Act]:
-    return [w.owner.pk, w.adapter.pk], lambda: account_delete(user=w.owner)
+    return [w.owner.pk, w.adapter.pk], lambda: account_delete_by_administrator(
+        user=w.owner, actor=None
+    )
 
 
 def revoke_all(w: World) -> tuple[list[int], Act]:
@@ -283,11 +288,11 @@ def enable_two_factor(w: World) -> tuple[list[int], Act]:
 def disable_two_factor(w: World) -> tuple[list[int], Act]:
     _, act = enable_two_factor(w)
     act()
-    return [w.owner.pk], lambda: two_factor_disable(user=w.owner, request=None)
+    return [w.owner.pk], lambda: two_factor_disable(user=w.owner, reauth=PROVED, request=None)
 
 
 def enable_authenticator_app(w: World) -> tuple[list[int], Act]:
-    started = totp_enable_start(user=w.owner)
+    started = totp_enable_start(user=w.owner, reauth=PROVED, request=None)
     code = pyotp.TOTP(started.secret).now()
     return [w.owner.pk], lambda: totp_enable_confirm(
         user=w.owner, request_id=started.challenge.pk, code=code, request=None

@@ -524,7 +524,7 @@ def test_the_guide_names_every_endpoint_of_a_cabinet_user():
         if "adapters" not in str(pattern.pattern)
     ]
 
-    assert len(routes) == 27
+    assert len(routes) == 31
     assert [route for route in routes if f"`{route}`" not in text] == []
     assert "[docs/users-api.md](docs/users-api.md)" in (ROOT / "README.md").read_text()
 
