@@ -53,23 +53,23 @@ class QueueFull(RateLimited):
 
 
 class RouteSenderNotFound(ApplicationError):
+    """A route's sender that is no adapter: nothing has this id or login, or a cabinet user has
+    it (the same answer)."""
+
     status = 404
     code = "NOT_FOUND"
     default_detail = "There is no adapter with this senderAdapterId."
 
 
-class RouteNotAllowed(ApplicationError):
+class RouteNotNeeded(ApplicationError):
+    """A route from one of the recipient owner's own adapters (the recipient itself included):
+    adapters of one owner may send to each other without one."""
+
     status = 400
-    code = "VALIDATION_FAILED"
-    default_detail = "A route must name another owner's adapter."
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail, extra={"errors": {"senderAdapterId": [detail]}})
-
-    @classmethod
-    def schema_example(cls) -> RouteNotAllowed:
-        """The OpenAPI schema's example of it (accounts.schema)."""
-        return cls("An adapter needs no route to itself.")
+    code = "ROUTE_NOT_NEEDED"
+    default_detail = (
+        "Your own adapters may send to each other already: a route names another owner's adapter."
+    )
 
 
 class StreamOpen(ApplicationError):

@@ -109,11 +109,24 @@ def dead_letters_recent(*, recipient_ids: Sequence[int], limit: int) -> list[Dea
 
 
 @dataclass(frozen=True)
+class RouteSender:
+    """An adapter of another owner that a route lets send to one of the owner's."""
+
+    adapter_id: int
+    login: str
+    display_name: str
+
+
+@dataclass(frozen=True)
 class AdapterSummary:
     adapter: User
     active_sessions: int
     queue: QueueStats
-    allowed_sender_ids: list[int]
+    allowed_senders: list[RouteSender]
+
+    @property
+    def allowed_sender_ids(self) -> list[int]:
+        return [sender.adapter_id for sender in self.allowed_senders]
 
 
 def adapters_for_owner(*, owner: User) -> list[AdapterSummary]:
@@ -130,17 +143,20 @@ def adapters_for_owner(*, owner: User) -> list[AdapterSummary]:
     )
     ids = [adapter.pk for adapter in adapters]
     stats = queue_stats(recipient_ids=ids)
-    senders: dict[int, list[int]] = {}
-    for recipient_id, sender_id in Route.objects.filter(recipient_id__in=ids).values_list(
-        "recipient_id", "sender_id"
-    ):
-        senders.setdefault(recipient_id, []).append(sender_id)
+    senders: dict[int, list[RouteSender]] = {}
+    routes = (
+        Route.objects.filter(recipient_id__in=ids)
+        .values_list("recipient_id", "sender_id", "sender__username", "sender__display_name")
+        .order_by("sender_id")
+    )
+    for recipient_id, sender_id, login, display_name in routes:
+        senders.setdefault(recipient_id, []).append(RouteSender(sender_id, login, display_name))
     return [
         AdapterSummary(
             adapter=adapter,
             active_sessions=adapter.active_sessions,
             queue=stats[adapter.pk],
-            allowed_sender_ids=sorted(senders.get(adapter.pk, [])),
+            allowed_senders=senders.get(adapter.pk, []),
         )
         for adapter in adapters
     ]

@@ -111,7 +111,7 @@ class UserAdmin(DjangoUserAdmin[User]):
     raw_id_fields = ("owner",)
     ordering = ("username",)
     fieldsets = (
-        (None, {"fields": ("username", "password", "kind", "owner")}),
+        (None, {"fields": ("username", "password", "kind", "owner", "display_name")}),
         ("Profile", {"fields": ("email", "first_name", "last_name", "phone", "language")}),
         (
             "Security",
@@ -119,6 +119,7 @@ class UserAdmin(DjangoUserAdmin[User]):
                 "fields": (
                     "sign_in_lock",
                     "is_active",
+                    "disabled_with_owner",
                     "email_confirmed",
                     "two_factor_enabled",
                     "code_factor",
@@ -136,6 +137,7 @@ class UserAdmin(DjangoUserAdmin[User]):
     # The second factor changes through its services only (the person's, or the reset action).
     readonly_fields = (
         "sign_in_lock",
+        "disabled_with_owner",
         "two_factor_enabled",
         "code_factor",
         "two_factor_method",

@@ -138,6 +138,20 @@ class User(AbstractUser):
         default=False,
         help_text="Tokens carry USER_PASSWORD_RESET_REQUIRED until the user changes the password.",
     )
+    display_name = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="An adapter's name for people, shown beside its login; its owner sets it.",
+    )
+    # Set on an adapter that its owner's disabling disabled (accounts.services.accounts): enabling
+    # the owner enables those again, and only those; one its owner disabled stays disabled.
+    disabled_with_owner = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Disabled because its owner was: enabling the owner enables it again.",
+    )
     account_expires_at = models.DateTimeField(null=True, blank=True)
     credentials_expire_at = models.DateTimeField(null=True, blank=True)
     password_changed_at = models.DateTimeField(null=True, blank=True)

@@ -16,16 +16,51 @@ from accounts.services.sessions import session_revoke, sessions_revoke_for_user
 
 @transaction.atomic
 def account_set_active(*, user: User, active: bool, actor: User | None = None) -> User:
-    """Disable or enable ``user``; disabling ends its sessions at once (adapters keep queues)."""
-    if user.is_active == active:
+    """Disable or enable ``user``; disabling ends its sessions at once (adapters keep queues).
+    A cabinet user's adapters follow them (``_adapters_follow_owner``)."""
+    if user.is_active == active and not user.disabled_with_owner:
         return user
-    with liveness.changing([user.pk]):
+    followers = _followers(owner=user, active=active)
+    with liveness.changing([user.pk, *(adapter.pk for adapter in followers)]):
         user.is_active = active
-        user.save(update_fields=["is_active"])
+        # An adapter disabled or enabled by itself no longer waits for its owner's enabling.
+        user.disabled_with_owner = False
+        user.save(update_fields=["is_active", "disabled_with_owner"])
         if not active:
             sessions_revoke_for_user(user=user, reason="disabled")
         audit(Kind.ACCOUNT_ENABLED if active else Kind.ACCOUNT_DISABLED, user=user, actor=actor)
+        _adapters_follow_owner(followers, active=active, actor=actor)
     return user
+
+
+def _followers(*, owner: User, active: bool) -> list[User]:
+    """The adapters of ``owner`` that its disabling disables (the active ones), or that its
+    enabling enables (those its disabling disabled), locked."""
+    if owner.kind != User.Kind.USER or owner.pk is None:
+        return []
+    adapters = User.objects.filter(owner=owner, kind=User.Kind.ADAPTER)
+    following = (
+        adapters.filter(disabled_with_owner=True) if active else adapters.filter(is_active=True)
+    )
+    return list(following.select_for_update().order_by("pk"))
+
+
+def _adapters_follow_owner(adapters: list[User], *, active: bool, actor: User | None) -> None:
+    """A disabled owner's adapters cannot sign in either, and their sessions end; each is marked
+    ``disabled_with_owner``, so that enabling the owner enables those and only those (one the
+    owner had disabled themselves stays disabled). Inside the caller's ``changing``."""
+    for adapter in adapters:
+        adapter.is_active = active
+        adapter.disabled_with_owner = not active
+        adapter.save(update_fields=["is_active", "disabled_with_owner"])
+        if not active:
+            sessions_revoke_for_user(user=adapter, reason="owner_disabled")
+        audit(
+            Kind.ACCOUNT_ENABLED if active else Kind.ACCOUNT_DISABLED,
+            user=adapter,
+            actor=actor,
+            with_owner=True,
+        )
 
 
 @transaction.atomic
@@ -75,13 +110,19 @@ def account_credentials_expire(*, user: User, actor: User | None) -> User:
     return user
 
 
+@transaction.atomic
 def account_edit(*, user: User, changed: set[str], actor: User | None) -> User:
     """Save an administrator's edit of ``user`` (the admin's change form: ``changed`` names the
     fields it changed) under the same rules as the acts above: disabling or an expiry already past
-    ends the sessions, and each change is audited."""
-    with liveness.changing([user.pk]):
+    ends the sessions (a cabinet user's adapters follow, as in ``account_set_active``), and each
+    change is audited."""
+    active_changed = "is_active" in changed
+    followers = _followers(owner=user, active=user.is_active) if active_changed else []
+    with liveness.changing([user.pk, *(adapter.pk for adapter in followers)]):
+        if active_changed:
+            user.disabled_with_owner = False
         user.save()
-        if "is_active" in changed:
+        if active_changed:
             if not user.is_active:
                 sessions_revoke_for_user(user=user, reason="disabled")
             audit(
@@ -89,6 +130,7 @@ def account_edit(*, user: User, changed: set[str], actor: User | None) -> User:
                 user=user,
                 actor=actor,
             )
+            _adapters_follow_owner(followers, active=user.is_active, actor=actor)
         if "reset_password_required" in changed and user.reset_password_required:
             audit(Kind.PASSWORD_CHANGE_REQUIRED, user=user, actor=actor)
         if "account_expires_at" in changed:

@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from accounts import liveness
 from accounts.errors import AdapterNotFound, LoginTaken
 from accounts.models import User
+from accounts.services.accounts import account_set_active
 from accounts.services.audit import Kind, audit
 from accounts.services.notices import Notice, notice_send
 from accounts.services.passwords import password_generate
@@ -84,6 +85,35 @@ def adapter_password_rotate(
                 adapter=adapter.username,
             )
     return password
+
+
+DISPLAY_NAME_MAX_LENGTH = 100
+
+
+def adapter_display_name_set(*, adapter: User, display_name: str) -> User:
+    """Name ``adapter`` for people (its owner's choice, shown beside its login); empty: no name.
+    Surrounding whitespace is not part of it."""
+    name = display_name.strip()
+    if len(name) > DISPLAY_NAME_MAX_LENGTH:
+        raise ValidationFailed({"displayName": [f"At most {DISPLAY_NAME_MAX_LENGTH} characters."]})
+    if name != adapter.display_name:
+        with liveness.changing([adapter.pk]):
+            adapter.display_name = name
+            adapter.save(update_fields=["display_name"])
+    return adapter
+
+
+@transaction.atomic
+def adapter_update(
+    *, adapter: User, active: bool | None, display_name: str | None, actor: User | None
+) -> User:
+    """Change what is given of ``adapter``: its display name, and disabled or enabled
+    (``account_set_active``); None leaves that as it is."""
+    if display_name is not None:
+        adapter_display_name_set(adapter=adapter, display_name=display_name)
+    if active is not None:
+        account_set_active(user=adapter, active=active, actor=actor)
+    return adapter
 
 
 def adapter_delete(*, adapter: User) -> None:

@@ -33,8 +33,11 @@ ADAPTER_ACTIONS: Final[Mapping[str, Promise]] = {
 # Granting a route: adapter_for_owner has found the recipient already.
 ROUTE_GRANT: Final[Mapping[str, Promise]] = {
     **ADAPTER_ACTIONS,
-    "NOT_FOUND": _("There is no adapter with this number."),
-    "VALIDATION_FAILED": _("An adapter needs no route to itself."),
+    "NOT_FOUND": _("There is no adapter with this login."),
+    "ROUTE_NOT_NEEDED": _(
+        "This is one of your adapters: they may send to each other already. "
+        "Enter another owner's adapter."
+    ),
 }
 
 ROUTE_WITHDRAW: Final[Mapping[str, Promise]] = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -14,14 +14,15 @@ from accounts.api.serializers import AdapterLoginField, EmptyOutput
 from accounts.api.views import CabinetApi
 from accounts.authentication import AuthenticatedRequest
 from accounts.errors import AdapterNotFound, LoginTaken
-from accounts.services.accounts import account_set_active
 from accounts.services.adapters import (
+    DISPLAY_NAME_MAX_LENGTH,
     adapter_create,
     adapter_delete,
     adapter_for_owner,
     adapter_password_rotate,
+    adapter_update,
 )
-from exchange.errors import RouteNotAllowed, RouteSenderNotFound
+from exchange.errors import RouteNotNeeded, RouteSenderNotFound
 from exchange.selectors import AdapterSummary, adapters_for_owner
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
@@ -47,7 +48,23 @@ class AdapterPasswordOutput(serializers.Serializer[Any]):
 
 
 class AdapterUpdateInput(Input):
-    active = serializers.BooleanField()
+    """At least one of the two; each that is sent is changed."""
+
+    active = serializers.BooleanField(
+        required=False, help_text="false disables the adapter (its sessions end); true enables it."
+    )
+    displayName = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=DISPLAY_NAME_MAX_LENGTH,
+        help_text="The adapter's name for people, shown beside its login; empty: none.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            problem = "Send active, displayName or both."
+            raise serializers.ValidationError({"active": [problem], "displayName": [problem]})
+        return attrs
 
 
 class PurgedOutput(serializers.Serializer[Any]):
@@ -55,7 +72,37 @@ class PurgedOutput(serializers.Serializer[Any]):
 
 
 class RouteCreateInput(Input):
-    senderAdapterId = serializers.IntegerField(min_value=1)
+    """The sender by its login or by its id: exactly one of the two."""
+
+    senderLogin = serializers.CharField(
+        required=False, max_length=150, help_text="The login of another owner's adapter."
+    )
+    senderAdapterId = serializers.IntegerField(
+        required=False, min_value=1, help_text="The id of another owner's adapter."
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("senderLogin" in attrs) == ("senderAdapterId" in attrs):
+            problem = "Send either senderLogin or senderAdapterId."
+            raise serializers.ValidationError(
+                {"senderLogin": [problem], "senderAdapterId": [problem]}
+            )
+        return attrs
+
+
+# Named as the answer's component was when it echoed RouteCreateInput: clients generated from the
+# schema keep their class (tests/platform/test_openapi.py), which gains the sender's names.
+@extend_schema_serializer(component_name="RouteCreateInput")
+class RouteOutput(serializers.Serializer[Any]):
+    senderAdapterId = serializers.IntegerField()
+    senderLogin = serializers.CharField()
+    senderDisplayName = serializers.CharField()
+
+
+class RouteSenderOutput(serializers.Serializer[Any]):
+    adapterId = serializers.IntegerField()
+    login = serializers.CharField()
+    displayName = serializers.CharField()
 
 
 class QueueOutput(serializers.Serializer[Any]):
@@ -69,6 +116,7 @@ class QueueOutput(serializers.Serializer[Any]):
 class AdapterOutput(serializers.Serializer[Any]):
     adapterId = serializers.IntegerField()
     login = serializers.CharField()
+    displayName = serializers.CharField(help_text="Empty when the adapter has none.")
     active = serializers.BooleanField()
     createdAt = serializers.DateTimeField()
     lastSignInAt = serializers.DateTimeField(allow_null=True)
@@ -77,6 +125,10 @@ class AdapterOutput(serializers.Serializer[Any]):
     allowedSenderIds = serializers.ListField(
         child=serializers.IntegerField(),
         help_text="Adapters of other owners granted a route to this one.",
+    )
+    allowedSenders = RouteSenderOutput(
+        many=True,
+        help_text="The same adapters with their logins and display names, by id.",
     )
 
 
@@ -89,12 +141,17 @@ def adapter_json(summary: AdapterSummary) -> dict[str, Any]:
     return {
         "adapterId": adapter.pk,
         "login": adapter.username,
+        "displayName": adapter.display_name,
         "active": adapter.is_active,
         "createdAt": rfc3339(adapter.date_joined),
         "lastSignInAt": None if adapter.last_login is None else rfc3339(adapter.last_login),
         "activeSessions": summary.active_sessions,
         "queue": summary.queue.as_json(),
         "allowedSenderIds": summary.allowed_sender_ids,
+        "allowedSenders": [
+            {"adapterId": s.adapter_id, "login": s.login, "displayName": s.display_name}
+            for s in summary.allowed_senders
+        ],
     }
 
 
@@ -136,7 +193,7 @@ class AdaptersApi(CabinetApi):
 class AdapterApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_update",
-        summary="Disable (active: false; its sessions end) or enable an adapter",
+        summary="Disable (active: false; its sessions end) or enable an adapter, or name it",
         request=AdapterUpdateInput,
         responses={200: AdapterOutput},
         tags=["adapters"],
@@ -145,7 +202,12 @@ class AdapterApi(CabinetApi):
         adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
         data = AdapterUpdateInput(data=request.data)
         data.is_valid(raise_exception=True)
-        account_set_active(user=adapter, active=data.validated_data["active"], actor=request.user)
+        adapter_update(
+            adapter=adapter,
+            active=data.validated_data.get("active"),
+            display_name=data.validated_data.get("displayName"),
+            actor=request.user,
+        )
         [summary] = [
             s for s in adapters_for_owner(owner=request.user) if s.adapter.pk == adapter.pk
         ]
@@ -195,13 +257,13 @@ class AdapterPurgeApi(CabinetApi):
         return Response({"purged": queue_purge(adapter=adapter, actor=request.user)})
 
 
-@answers(AdapterNotFound, RouteSenderNotFound, RouteNotAllowed)
+@answers(AdapterNotFound, RouteSenderNotFound, RouteNotNeeded)
 class AdapterRoutesApi(CabinetApi):
     @extend_schema(
         operation_id="adapters_routes_grant",
-        summary="Let another owner's adapter send to this adapter",
+        summary="Let another owner's adapter, by its login or its id, send to this adapter",
         request=RouteCreateInput,
-        responses={201: RouteCreateInput, 200: RouteCreateInput},
+        responses={201: RouteOutput, 200: RouteOutput},
         tags=["adapters"],
     )
     def post(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
@@ -210,10 +272,19 @@ class AdapterRoutesApi(CabinetApi):
         data.is_valid(raise_exception=True)
         route, created = route_grant(
             recipient=adapter,
-            sender_id=data.validated_data["senderAdapterId"],
+            sender_id=data.validated_data.get("senderAdapterId"),
+            sender_login=data.validated_data.get("senderLogin"),
             granted_by=request.user,
         )
-        return Response({"senderAdapterId": route.sender_id}, status=201 if created else 200)
+        sender = route.sender
+        return Response(
+            {
+                "senderAdapterId": sender.pk,
+                "senderLogin": sender.username,
+                "senderDisplayName": sender.display_name,
+            },
+            status=201 if created else 200,
+        )
 
 
 @answers(AdapterNotFound, NotFound)

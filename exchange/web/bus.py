@@ -23,7 +23,7 @@ from accounts.services.accounts import account_sessions_revoke, account_set_acti
 from accounts.services.adapters import adapter_create, adapter_for_owner, adapter_password_rotate
 from accounts.web.flows import field_errors
 from accounts.web.forms import AdapterCreateForm
-from accounts.web.sentences import ROUTE_GRANT, ROUTE_WITHDRAW, error_sentence
+from accounts.web.sentences import ROUTE_WITHDRAW, error_sentence
 from exchange.selectors import (
     adapters_for_owner,
     dead_letters_recent,
@@ -32,8 +32,9 @@ from exchange.selectors import (
 )
 from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.queues import queue_purge
-from exchange.services.routes import route_grant, route_withdraw
+from exchange.services.routes import route_withdraw
 from exchange.services.sending import message_send
+from exchange.web.route_forms import RouteGrantForm, route_form
 from exchange.web.topic_cards import TopicFormsTyped, topics_section
 from exchange.web.webhook_cards import SHOWN_ONCE, WebhookForm, webhook_cards
 from platform_site.errors import ApplicationError, ValidationFailed
@@ -53,9 +54,11 @@ def bus_render(
     create_form: AdapterCreateForm | None = None,
     webhook_forms: Mapping[int, WebhookForm] | None = None,
     topic_forms: TopicFormsTyped | None = None,
+    route_forms: Mapping[int, RouteGrantForm] | None = None,
 ) -> HttpResponse:
     """/bus, with a form sent back with its errors: the new adapter's, an adapter's webhook
-    URL (``webhook_forms``, by adapter), or a topic's (``topic_forms``)."""
+    URL (``webhook_forms``, by adapter), a topic's (``topic_forms``), or an adapter's route
+    (``route_forms``, by adapter)."""
     owner = _owner(request)
     summaries = adapters_for_owner(owner=owner)
     ids = [summary.adapter.pk for summary in summaries]
@@ -67,7 +70,14 @@ def bus_render(
         request,
         "cabinet/bus.html",
         {
-            "adapters": [(summary, webhooks[summary.adapter.pk]) for summary in summaries],
+            "adapters": [
+                (
+                    summary,
+                    webhooks[summary.adapter.pk],
+                    (route_forms or {}).get(summary.adapter.pk) or route_form(summary.adapter.pk),
+                )
+                for summary in summaries
+            ],
             "create_form": create_form or AdapterCreateForm(),
             "credentials": credentials,
             "webhook_secret": webhook_secret,
@@ -180,23 +190,6 @@ def _test_message(request: HttpRequest, owner: User, adapter: User) -> None:
     )
 
 
-def _grant(request: HttpRequest, owner: User, adapter: User) -> None:
-    sender_id = _sender(request)
-    if sender_id is None:
-        messages.error(request, _("Enter the number of the adapter that may send."))
-        return
-    try:
-        route_grant(recipient=adapter, sender_id=sender_id, granted_by=owner)
-    except ApplicationError as error:
-        messages.error(request, error_sentence(error, ROUTE_GRANT))
-        return
-    messages.success(
-        request,
-        _("Adapter %(id)s may now send to %(login)s.")
-        % {"id": sender_id, "login": adapter.username},
-    )
-
-
 def _withdraw(request: HttpRequest, owner: User, adapter: User) -> None:
     sender_id = _sender(request)
     if sender_id is None:  # a value that is no number names no route either
@@ -217,7 +210,6 @@ ACTIONS: dict[str, Callable[[HttpRequest, User, User], None]] = {
     "enable": _enable,
     "revoke": _revoke,
     "test-message": _test_message,
-    "grant": _grant,
     "withdraw": _withdraw,
 }
 

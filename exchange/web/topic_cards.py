@@ -193,6 +193,14 @@ def _subscribable(view: TopicView, adapters: Sequence[User]) -> list[User]:
     return [adapter for adapter in adapters if adapter.pk in allowed]
 
 
+def _choice(adapter: User) -> str:
+    """An adapter in a list to choose from: its login, its display name, its number."""
+    named = (
+        f"{adapter.username} {adapter.display_name}" if adapter.display_name else adapter.username
+    )
+    return f"{named} (#{adapter.pk})"
+
+
 def topics_section(
     viewer: User, adapters: Iterable[User], typed: TopicFormsTyped | None = None
 ) -> TopicsSection:
@@ -210,7 +218,7 @@ def topics_section(
         for name in CARD_FORMS:
             sent = typed.cards.get((view.topic.pk, name))
             card_forms[name] = sent if sent is not None else card_form(view.topic.pk, name)
-        choices = [(adapter.pk, f"{adapter.username} (#{adapter.pk})") for adapter in subscribable]
+        choices = [(adapter.pk, _choice(adapter)) for adapter in subscribable]
         adapter_field = card_forms["subscriptions"].fields["adapter"]
         adapter_field.widget.choices = choices
         cards.append(TopicCard(view, card_forms, subscribable))

@@ -3,7 +3,7 @@ and topics."""
 
 from django.urls import path
 
-from exchange.web import bus, topics, webhooks
+from exchange.web import bus, routes, topics, webhooks
 
 urlpatterns = [
     path("bus", bus.bus_page, name="bus"),
@@ -15,6 +15,7 @@ urlpatterns = [
         webhooks.webhook_action_page,
         name="webhook-action",
     ),
+    path("bus/adapters/<int:adapter_id>/grant", routes.route_grant_page, name="route-grant"),
     path(
         "bus/adapters/<int:adapter_id>/<slug:action>",
         bus.adapter_action_page,

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import translation
 
 from accounts.models import User
-from accounts.web.sentences import ADAPTER_ACTIONS, ROUTE_GRANT, ROUTE_WITHDRAW, error_sentence
+from accounts.web.sentences import ADAPTER_ACTIONS, ROUTE_WITHDRAW, error_sentence
 from exchange.errors import IdempotencyKeyReused
 from exchange.models import Route
 from platform_site.settings import redis_caches
@@ -58,14 +58,6 @@ def redis_away(browser: Client, mine: User, settings: Any, **_: Any) -> Any:
     return browser.post(f"/bus/adapters/{mine.pk}/disable")
 
 
-def grant_from_nobody(browser: Client, mine: User, **_: Any) -> Any:
-    return browser.post(f"/bus/adapters/{mine.pk}/grant", {"sender": "2147483000"})
-
-
-def grant_to_itself(browser: Client, mine: User, **_: Any) -> Any:
-    return browser.post(f"/bus/adapters/{mine.pk}/grant", {"sender": str(mine.pk)})
-
-
 def withdraw_what_was_never_granted(browser: Client, mine: User, adapter: User, **_: Any) -> Any:
     return browser.post(f"/bus/adapters/{mine.pk}/withdraw", {"sender": str(adapter.pk)})
 
@@ -107,18 +99,6 @@ SITUATIONS: list[tuple[Situation, str, str, str]] = [
         "Повторите через несколько секунд.",
     ),
     (
-        grant_from_nobody,
-        "NOT_FOUND",
-        "There is no adapter with this number.",
-        "Адаптера с таким номером нет.",  # noqa: RUF001
-    ),
-    (
-        grant_to_itself,
-        "VALIDATION_FAILED",
-        "An adapter needs no route to itself.",
-        "Адаптеру не нужен маршрут к самому себе.",  # noqa: RUF001
-    ),
-    (
         withdraw_what_was_never_granted,
         "NOT_FOUND",
         "This adapter has no route from that sender.",
@@ -128,9 +108,10 @@ SITUATIONS: list[tuple[Situation, str, str, str]] = [
 
 
 def test_the_situations_walk_every_code_the_bus_pages_have_a_sentence_for():
+    """The route form's own codes are told on its field (tests/cabinet/test_route_form.py)."""
     walked = {code for _, code, _, _ in SITUATIONS}
 
-    assert walked == {*ADAPTER_ACTIONS, *ROUTE_GRANT, *ROUTE_WITHDRAW}
+    assert walked == {*ADAPTER_ACTIONS, *ROUTE_WITHDRAW}
 
 
 @pytest.mark.parametrize("language", ["en", "ru"])
@@ -159,15 +140,6 @@ def test_a_code_no_table_names_is_still_a_sentence_in_the_page_language():
 
     assert russian == "Сейчас это сделать нельзя (IDEMPOTENCY_KEY_REUSED)."
     assert english == "This cannot be done right now (IDEMPOTENCY_KEY_REUSED)."
-
-
-@pytest.mark.parametrize("sender", ["", "seven", "7.5", "0x1F"])
-def test_a_grant_whose_sender_is_no_number_asks_for_one(browser, mine, sender):
-    answered = browser.post(f"/bus/adapters/{mine.pk}/grant", {"sender": sender})
-
-    assert answered["Location"] == "/bus"
-    assert errors_shown(browser.get("/bus")) == ["Enter the number of the adapter that may send."]
-    assert not Route.objects.exists()
 
 
 @pytest.mark.parametrize("sender", ["", "seven", "7.5", "0x1F", "9" * 30])

@@ -667,6 +667,7 @@ COMPONENTS = {
     "ResultsOutput",
     "RouteCreateInput",
     "RouteCreateInputRequest",
+    "RouteSenderOutput",
     "SendBatchInputRequest",
     "SendBatchItemInputRequest",
     "SendBatchOutput",
