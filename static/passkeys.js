@@ -3,6 +3,9 @@
 // A form marked data-passkey="create" or "get" carries the address of its options and the
 // sentences to show, in the page's language. The script fetches the options, asks the browser
 // for the credential, and posts its JSON with the form: the server's page says what came of it.
+// A form whose passkey is one way among others marks its passkey button (data-passkey-button):
+// only that button runs the ceremony, and without WebAuthn only it is hidden (the account's
+// deletion, where the password goes with the passkey's answer or a code).
 "use strict";
 
 (() => {
@@ -51,8 +54,7 @@
     return navigator.credentials.get({ publicKey });
   };
 
-  const run = async (form) => {
-    const button = form.querySelector("button[type=submit]");
+  const run = async (form, button) => {
     button.disabled = true;
     say(form, "");
     try {
@@ -72,10 +74,12 @@
       notice.hidden = supported;
     }
     for (const form of document.querySelectorAll("form[data-passkey]")) {
-      form.hidden = !supported;
+      const own = form.querySelector("button[data-passkey-button]");
+      (own || form).hidden = !supported;
       form.addEventListener("submit", (event) => {
+        if (own && event.submitter !== own) return; // another way: the form posts as it is
         event.preventDefault();
-        run(form);
+        run(form, own || form.querySelector("button[type=submit]"));
       });
     }
   });

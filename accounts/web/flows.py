@@ -62,6 +62,7 @@ FORM_FIELDS = {
     "lastName": "last_name",
     "phone": "phone",
     "email": "email",
+    "newEmail": "new_email",
     "login": "login",
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import User
@@ -187,3 +188,45 @@ class PasskeyAnswerForm(forms.Form):
 
 class PasskeyAddForm(PasskeyAnswerForm):
     name = forms.CharField(max_length=100, required=False)
+
+
+class ProfilePageForm(ProfileForm):
+    """The profile page's form: the names, a phone that may be removed (unless SMS codes go to
+    it: the service says so), and the language of the cabinet and of the e-mails."""
+
+    language = forms.ChoiceField(label=_("Language"))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["phone"].required = False
+        self.fields["language"].choices = settings.LANGUAGES  # type: ignore[attr-defined]
+
+
+class EmailChangeForm(forms.Form):
+    new_email = forms.EmailField(
+        label=_("New e-mail address"),
+        max_length=254,
+        help_text=_("We send a code there: the address changes once you enter it."),
+        widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True}),
+    )
+    password = password_field(_("Your password"), "current-password")
+
+
+class AccountDeleteForm(forms.Form):
+    """The password, always, and while two-factor sign-in is on a second factor's code (a
+    passkey's answer comes in hidden fields instead, static/passkeys.js)."""
+
+    password = password_field(_("Your password"), "current-password")
+    token = forms.CharField(
+        label=_("Code of your second factor"),
+        max_length=16,
+        required=False,
+        widget=forms.TextInput(attrs={"autocomplete": "one-time-code", "autocapitalize": "none"}),
+    )
+
+    def __init__(self, *args: Any, two_factor: bool, token_help: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not two_factor:
+            del self.fields["token"]
+        else:
+            self.fields["token"].help_text = token_help

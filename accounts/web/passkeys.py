@@ -30,7 +30,7 @@ from accounts.services.passkeys import (
 from accounts.services.reauthentication import Reauthentication
 from accounts.web.flows import cabinet_user, sign_in_outcome, too_many
 from accounts.web.forms import LoginForm, PasskeyAddForm, PasskeyAnswerForm
-from accounts.web.reauth import with_proof
+from accounts.web.reauth import proof_needed, with_proof
 from platform_site.errors import RateLimited
 
 SECURITY = "/settings/security#passkeys"
@@ -95,8 +95,20 @@ def passkey_remove_page(request: HttpRequest, passkey_id: uuid.UUID) -> HttpResp
     """Removing a passkey asks first (GET), the POST removes it; another person's is a 404."""
     user = cabinet_user(request)
     passkey = _own_passkey(user, passkey_id)
+
+    def page(error: str = "") -> HttpResponse:
+        return render(
+            request,
+            "cabinet/passkey_remove.html",
+            {
+                "passkey": passkey,
+                "proof_needed": proof_needed(request),
+                "refused": {"action": "remove", "error": error} if error else {},
+            },
+        )
+
     if request.method == "GET":
-        return render(request, "cabinet/passkey_remove.html", {"passkey": passkey})
+        return page()
 
     def remove(reauth: Reauthentication) -> HttpResponse:
         if not passkey_remove(user=user, passkey_id=passkey.pk, reauth=reauth, request=request):
@@ -108,7 +120,7 @@ def passkey_remove_page(request: HttpRequest, passkey_id: uuid.UUID) -> HttpResp
         )
         return redirect(SECURITY)
 
-    return with_proof(request, remove, back=f"/settings/passkeys/{passkey.pk}/remove")
+    return with_proof(request, remove, page)
 
 
 @require_POST

@@ -1,5 +1,6 @@
-"""The cabinet's pages. The signed-in person's own pages: the profile (/welcome), security
-(sessions, two-factor sign-in, passkeys)."""
+"""The cabinet's pages. The signed-in person's own pages: the first-time profile (/welcome), SMS
+codes on and off, sessions, the language switch (the Security page itself is
+accounts.web.security's, the profile page accounts.web.account's)."""
 
 from __future__ import annotations
 
@@ -19,23 +20,19 @@ from accounts.errors import (
     PhoneRequired,
     TwoFactorAlreadyEnabled,
 )
-from accounts.models import AuditEvent, Challenge, CodeFactor, TwoFactorMethod, User
+from accounts.models import Challenge, CodeFactor, TwoFactorMethod, User
 from accounts.selectors import challenge_of, sessions_live
-from accounts.services.factors import NOT_HELD, factors_held
-from accounts.services.passkeys import passkeys_of
 from accounts.services.profile import (
     profile_language_set,
     profile_update,
     session_revoke_own,
 )
 from accounts.services.reauthentication import Reauthentication
-from accounts.services.recovery_codes import recovery_codes_remaining
 from accounts.services.two_factor import (
     two_factor_disable,
     two_factor_enable_confirm,
     two_factor_enable_start,
 )
-from accounts.user_agents import user_agent_describe
 from accounts.web.flows import (
     cabinet_user,
     code_error,
@@ -45,10 +42,10 @@ from accounts.web.flows import (
 )
 from accounts.web.forms import (
     CodeForm,
-    FirstFactorForm,
     ProfileForm,
 )
 from accounts.web.reauth import with_proof
+from accounts.web.security import security_refused
 from accounts.web.sessions import (
     current_session_id,
 )
@@ -78,74 +75,6 @@ def welcome_page(request: HttpRequest) -> HttpResponse:
             messages.success(request, _("Your profile is complete."))
             return redirect("/bus")
     return render(request, "cabinet/welcome.html", {"form": form})
-
-
-def _factor_names(user: User) -> list[tuple[str, str]]:
-    """The factors ``user`` holds, each as the first-factor choice names it."""
-    names = {
-        TwoFactorMethod.SMS: _("SMS codes to %(phone)s") % {"phone": user.phone},
-        TwoFactorMethod.TOTP: _("The authenticator app"),
-        TwoFactorMethod.PASSKEY: _("A passkey"),
-    }
-    return [(method.value, names[method]) for method in factors_held(user)]
-
-
-def _asked_first(user: User) -> str:
-    """The factor a sign-in asks ``user`` for first, as "signing in asks for …" ends."""
-    if user.two_factor_method == TwoFactorMethod.PASSKEY:
-        return _("one of your passkeys")
-    if user.two_factor_method == TwoFactorMethod.TOTP:
-        return _("the code your authenticator app shows")
-    return _("a code sent to %(phone)s") % {"phone": user.phone}
-
-
-@login_required(login_url="/login")
-def security_page(request: HttpRequest) -> HttpResponse:
-    user = cabinet_user(request)
-    current = current_session_id(request)
-    factors = _factor_names(user)
-    return render(
-        request,
-        "cabinet/security.html",
-        {
-            "sessions": [
-                {
-                    "session": session,
-                    "client": user_agent_describe(session.user_agent),
-                    "current": str(session.pk) == current,
-                }
-                for session in sessions_live(user=user)
-            ],
-            "events": AuditEvent.objects.filter(user=user).order_by("-created_at")[:20],
-            "recovery_codes_left": recovery_codes_remaining(user=user),
-            "passkeys": passkeys_of(user=user),
-            "factors": factors,
-            "asked_first": _asked_first(user),
-            "first_factor_form": FirstFactorForm(
-                initial={"method": user.two_factor_method}, factors=factors
-            ),
-        },
-    )
-
-
-@login_required(login_url="/login")
-@require_POST
-def first_factor_page(request: HttpRequest) -> HttpResponse:
-    """The factor a sign-in asks for first, one of those the person holds."""
-    user = cabinet_user(request)
-    form = FirstFactorForm(request.POST, factors=_factor_names(user))
-    try:
-        if not form.is_valid():
-            raise ValidationFailed({"twoFactorMethod": [str(NOT_HELD)]})
-        profile_update(user=user, two_factor_method=form.cleaned_data["method"], request=request)
-    except ValidationFailed:
-        messages.error(request, str(NOT_HELD))
-    else:
-        messages.success(
-            request,
-            _("Signing in now asks first for %(factor)s.") % {"factor": _asked_first(user)},
-        )
-    return redirect("/settings/security#two-factor")
 
 
 @login_required(login_url="/login")
@@ -209,7 +138,7 @@ def two_factor_disable_page(request: HttpRequest) -> HttpResponse:
         _disabled_told(request, user=user, was=was)
         return redirect("/settings/security")
 
-    return with_proof(request, disable)
+    return with_proof(request, disable, security_refused(request, "disable"))
 
 
 def _disabled_told(request: HttpRequest, *, user: User, was: str) -> None:

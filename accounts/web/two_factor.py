@@ -24,6 +24,7 @@ from accounts.services.two_factor import (
 from accounts.web.flows import cabinet_user, code_error
 from accounts.web.forms import CodeForm
 from accounts.web.reauth import with_proof
+from accounts.web.security import security_refused
 
 
 def qr_svg(uri: str) -> SafeString:
@@ -47,7 +48,7 @@ def app_start_page(request: HttpRequest) -> HttpResponse:
         started = totp_enable_start(user=cabinet_user(request), reauth=reauth, request=request)
         return redirect(f"/settings/two-factor/app?requestId={started.challenge.pk}")
 
-    return with_proof(request, start)
+    return with_proof(request, start, security_refused(request, "app"))
 
 
 @login_required(login_url="/login")
@@ -101,4 +102,4 @@ def recovery_codes_new_page(request: HttpRequest) -> HttpResponse:
             return redirect("/settings/security")
         return recovery_codes_page(request, codes)
 
-    return with_proof(request, regenerate)
+    return with_proof(request, regenerate, security_refused(request, "recovery-codes"))

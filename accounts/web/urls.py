@@ -3,11 +3,14 @@ from django.urls import path
 from accounts.dev import dev_outbox
 from accounts.session_rules import Action, performs
 from accounts.web import (
+    account,
+    deletion,
     passkeys,
     passwords,
     profile,
     registration,
     second_step,
+    security,
     sign_in,
     two_factor,
 )
@@ -32,7 +35,17 @@ urlpatterns = [
     path("reset-password", passwords.reset_request_page, name="reset-password"),
     path("reset-password/confirm", passwords.reset_confirm_page, name="reset-password-confirm"),
     path("welcome", profile.welcome_page, name="welcome"),
-    path("settings/security", profile.security_page, name="security"),
+    path("settings/profile", account.profile_page, name="profile"),
+    path("settings/profile/export", account.export_page, name="profile-export"),
+    path("settings/profile/delete", deletion.account_delete_page, name="account-delete"),
+    path(
+        "settings/profile/delete/options",
+        deletion.account_delete_options_page,
+        name="account-delete-options",
+    ),
+    path("settings/email", account.email_change_page, name="email-change"),
+    path("settings/email/confirm", account.email_change_confirm_page, name="email-change-confirm"),
+    path("settings/security", security.security_page, name="security"),
     path(
         "settings/password",
         performs(Action.CHANGE_PASSWORD)(passwords.password_page),
@@ -41,7 +54,7 @@ urlpatterns = [
     path("settings/two-factor", profile.two_factor_confirm_page, name="two-factor-confirm"),
     path("settings/two-factor/enable", profile.two_factor_enable_page, name="two-factor-enable"),
     path("settings/two-factor/disable", profile.two_factor_disable_page, name="two-factor-disable"),
-    path("settings/two-factor/first", profile.first_factor_page, name="two-factor-first"),
+    path("settings/two-factor/first", security.first_factor_page, name="two-factor-first"),
     path("settings/two-factor/app/start", two_factor.app_start_page, name="two-factor-app-start"),
     path("settings/two-factor/app", two_factor.app_confirm_page, name="two-factor-app"),
     path(

@@ -37,7 +37,11 @@ from accounts.services.accounts import (
     account_sessions_revoke,
     account_set_active,
 )
-from accounts.services.adapters import adapter_delete, adapter_password_rotate
+from accounts.services.adapters import (
+    adapter_delete,
+    adapter_display_name_set,
+    adapter_password_rotate,
+)
 from accounts.services.deletion import account_delete_by_administrator
 from accounts.services.passwords import (
     password_change,
@@ -180,6 +184,23 @@ def enable(w: World) -> tuple[list[int], Act]:
     return [w.adapter.pk], lambda: account_set_active(user=w.adapter, active=True)
 
 
+def disable_owner(w: World) -> tuple[list[int], Act]:
+    return [w.owner.pk, w.adapter.pk], lambda: account_set_active(user=w.owner, active=False)
+
+
+def enable_owner(w: World) -> tuple[list[int], Act]:
+    account_set_active(user=w.owner, active=False)
+    return [w.owner.pk, w.adapter.pk], lambda: account_set_active(user=w.owner, active=True)
+
+
+def admin_edit_owner(w: World) -> tuple[list[int], Act]:
+    def act() -> None:
+        w.owner.is_active = False
+        account_edit(user=w.owner, changed={"is_active"}, actor=None)
+
+    return [w.owner.pk, w.adapter.pk], act
+
+
 def require_password_change(w: World) -> tuple[list[int], Act]:
     return [w.owner.pk], lambda: account_require_password_change(user=w.owner, actor=None)
 
@@ -268,6 +289,10 @@ def rotate_adapter_password(w: World) -> tuple[list[int], Act]:
     return [w.adapter.pk], lambda: adapter_password_rotate(adapter=w.adapter)
 
 
+def name_adapter(w: World) -> tuple[list[int], Act]:
+    return [w.adapter.pk], lambda: adapter_display_name_set(adapter=w.adapter, display_name="ERP")
+
+
 def delete_adapter(w: World) -> tuple[list[int], Act]:
     return [w.adapter.pk], lambda: adapter_delete(adapter=w.adapter)
 
@@ -334,6 +359,9 @@ def rotate_demo_passwords(w: World) -> tuple[list[int], Act]:
 WRITERS: list[Writer] = [
     disable,
     enable,
+    disable_owner,
+    enable_owner,
+    admin_edit_owner,
     require_password_change,
     expire_account,
     expire_credentials,
@@ -348,6 +376,7 @@ WRITERS: list[Writer] = [
     reset_password,
     admin_sets_password,
     rotate_adapter_password,
+    name_adapter,
     delete_adapter,
     update_profile,
     enable_two_factor,
