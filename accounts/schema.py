@@ -187,11 +187,12 @@ class PlatformAutoSchema(AutoSchema):
         return requirements
 
     def _get_request_body(self, direction: str = "request") -> Any:
-        """drf-spectacular shows bodies for PUT, PATCH and POST only; a DELETE that declares one
-        (the proof of the owner it takes: docs/sessions.md, "Reauthentication") shows it too.
+        """drf-spectacular shows bodies for PUT, PATCH and POST only; a DELETE of a view marked
+        ``delete_takes_body`` (the proof of the owner it takes: docs/sessions.md,
+        "Reauthentication") shows its declared one too.
         This module's one reach into drf-spectacular's private API, pinned by
         tests/platform/test_openapi.py's test of DELETE /api/users/me."""
-        if self.method != "DELETE" or self.get_request_serializer() is None:
+        if self.method != "DELETE" or not getattr(self.view, "delete_takes_body", False):
             return super()._get_request_body(direction)  # type: ignore[no-untyped-call]
         self.method = "POST"
         try:

@@ -128,6 +128,8 @@ class PasskeysApi(CabinetApi):
 
 @answers(NotFound, *REAUTH_ERRORS)
 class PasskeyApi(CabinetApi):
+    delete_takes_body = True  # a proof of the owner (accounts.schema)
+
     @extend_schema(
         operation_id="passkeys_delete",
         summary="Remove a passkey",

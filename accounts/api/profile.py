@@ -63,6 +63,8 @@ from platform_site.timestamps import rfc3339
 
 
 class MeApi(CabinetApi):
+    delete_takes_body = True  # a proof of the owner (accounts.schema)
+
     def get_permissions(self) -> list[Any]:
         if self.request.method == "GET":
             return [IsCabinetUserDoing(Action.READ_PROFILE)]
@@ -151,6 +153,8 @@ class ChangePasswordApi(CabinetApi):
 
 
 class TwoFactorApi(CabinetApi):
+    delete_takes_body = True  # a proof of the owner (accounts.schema)
+
     @extend_schema(
         operation_id="users_two_factor_enable",
         summary="Start enabling two-factor sign-in: an SMS code goes to your phone",

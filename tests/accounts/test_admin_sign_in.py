@@ -37,7 +37,8 @@ def page_text(response: Any) -> str:
     return re.sub(r"\s+", " ", response.content.decode())
 
 
-def test_a_staff_member_signs_in_to_the_admin_with_a_platform_session(staff):
+def test_a_staff_member_signs_in_to_the_admin_with_a_platform_session(staff, settings):
+    settings.ACCOUNTS_STAFF_REQUIRE_TWO_FACTOR = False  # tests/accounts/test_staff_two_factor.py
     client = Client()
 
     response = admin_sign_in(client, "ops", DEFAULT_PASSWORD)

@@ -52,6 +52,7 @@ def principals(owner: Any, adapter: Any, consumer: ApiClient, cabinet: ApiClient
         "session_id": session.pk,
         "message_id": "4b5ad8e4-9a5e-4bd7-9c0f-7c3b7f0c3d6e",
         "topic_id": topic.pk,
+        "passkey_id": "0c2d0a4e-7b4f-4d9b-8d52-3d1c9f0e6a11",
     }
 
     def client_for(path: str) -> ApiClient:
