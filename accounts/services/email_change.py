@@ -22,12 +22,8 @@ from accounts.errors import CodeInvalid, EmailTaken
 from accounts.models import Challenge, Session, User
 from accounts.selectors import user_for_identifier
 from accounts.services.audit import Kind, audit
-from accounts.services.challenges import (
-    Started,
-    challenge_confirm,
-    challenge_resend,
-    challenge_start,
-)
+from accounts.services.challenges import Started, challenge_resend, challenge_start
+from accounts.services.code_checks import challenge_confirm
 from accounts.services.factors import user_locked
 from accounts.services.notices import Notice, notice_send
 from accounts.services.reauthentication import Reauthentication, reauthenticated

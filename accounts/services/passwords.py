@@ -20,12 +20,8 @@ from accounts.models import Challenge, User
 from accounts.ratelimits import auth_limits_consume
 from accounts.selectors import user_for_identifier
 from accounts.services.audit import Kind, audit
-from accounts.services.challenges import (
-    Started,
-    challenge_confirm,
-    challenge_pending,
-    challenge_start,
-)
+from accounts.services.challenges import Started, challenge_pending, challenge_start
+from accounts.services.code_checks import challenge_confirm
 from accounts.services.lockout import gate_unlock
 from accounts.services.notices import Notice, notice_send
 from accounts.services.sessions import session_start, sessions_revoke_for_user

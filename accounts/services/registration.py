@@ -19,7 +19,8 @@ from accounts.models import Challenge, OutboxMessage, User
 from accounts.ratelimits import auth_limits_consume
 from accounts.selectors import user_for_identifier
 from accounts.services.audit import Kind, audit
-from accounts.services.challenges import Started, challenge_confirm, challenge_start
+from accounts.services.challenges import Started, challenge_start
+from accounts.services.code_checks import challenge_confirm
 from accounts.services.outbox import outbox_email
 from accounts.services.passwords import password_validate
 from accounts.services.sign_in import SignIn, sign_in_continue

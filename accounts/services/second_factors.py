@@ -21,7 +21,7 @@ from accounts.devices import Device
 from accounts.errors import AttemptsExceeded, CodeInvalid, PasskeyInvalid
 from accounts.models import Challenge, User
 from accounts.services.audit import Kind, audit
-from accounts.services.challenges import CodeWrong, Confirmed, challenge_confirm
+from accounts.services.code_checks import CodeWrong, Confirmed, challenge_confirm
 from accounts.services.lockout import gate_held, gate_key, gate_of
 from accounts.services.notices import Notice, notice_send
 from accounts.services.passkey_assertions import assertion_verified, passkey_of

@@ -28,13 +28,8 @@ from accounts.factor_secrets import SecretUnreadable, secret_decrypt
 from accounts.models import Authenticator, Challenge, CodeFactor, Passkey, User
 from accounts.services.audit import Kind, audit
 from accounts.services.authenticators import authenticator_create, otpauth_uri
-from accounts.services.challenges import (
-    Started,
-    challenge_confirm,
-    challenge_open,
-    challenge_pending,
-    challenge_start,
-)
+from accounts.services.challenges import Started, challenge_open, challenge_pending, challenge_start
+from accounts.services.code_checks import challenge_confirm
 from accounts.services.factors import factor_change_tell, factors_settle, user_locked
 from accounts.services.notices import Notice, notice_send
 from accounts.services.reauthentication import Reauthentication, reauthenticated

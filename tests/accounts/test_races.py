@@ -16,7 +16,8 @@ from django.db import connections, transaction
 
 from accounts.devices import Device
 from accounts.models import Challenge, OutboxMessage, Session, SignInGate, User
-from accounts.services.challenges import challenge_confirm, challenge_start
+from accounts.services.challenges import challenge_start
+from accounts.services.code_checks import challenge_confirm
 from accounts.services.sign_in_second_factor import sign_in_two_factor_confirm
 from platform_site.errors import ApplicationError
 from tests.accounts.api import by_email, other_code, register
