@@ -12,15 +12,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import translation
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET
-from rest_framework.renderers import JSONRenderer
 
-from accounts.api.serializers import user_dto
 from accounts.errors import AttemptsExceeded, ChallengeNotFound, CodeInvalid, EmailTaken
 from accounts.models import Challenge
 from accounts.selectors import challenge_of
 from accounts.services.email_change import email_change_confirm, email_change_start
-from accounts.services.profile import profile_language_set, profile_update
+from accounts.services.profile import profile_language_set
 from accounts.web.flows import (
     cabinet_user,
     code_error,
@@ -29,12 +26,11 @@ from accounts.web.flows import (
     resend_asked,
 )
 from accounts.web.forms import CodeForm, EmailChangeForm, ProfilePageForm
+from accounts.web.profile import profile_saved
 from accounts.web.reauth import REFUSALS, page_reauth, page_session, refusal
-from exchange.services.export import personal_data
 from platform_site.errors import ValidationFailed
 
 PROFILE = "/settings/profile"
-EXPORT_FILE = "personal-data.json"  # the API's name for it (exchange.api.export)
 
 
 @login_required(login_url="/login")
@@ -49,19 +45,8 @@ def profile_page(request: HttpRequest) -> HttpResponse:
             "language": user.language or translation.get_language(),
         },
     )
-    if request.method == "POST" and form.is_valid():
-        try:
-            profile_update(
-                user=user,
-                first_name=form.cleaned_data["first_name"],
-                last_name=form.cleaned_data["last_name"],
-                phone=form.cleaned_data["phone"],
-                request=request,
-            )
-        except ValidationFailed as error:
-            field_errors(form, error)
-        else:
-            return _saved(request, language=form.cleaned_data["language"])
+    if request.method == "POST" and form.is_valid() and profile_saved(request, form, user):
+        return _saved(request, language=form.cleaned_data["language"])
     return render(request, "cabinet/profile.html", {"form": form})
 
 
@@ -82,18 +67,6 @@ def _saved(request: HttpRequest, *, language: str) -> HttpResponse:
         httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
         samesite=settings.LANGUAGE_COOKIE_SAMESITE,
     )
-    return response
-
-
-@login_required(login_url="/login")
-@require_GET
-def export_page(request: HttpRequest) -> HttpResponse:
-    """The document of GET /api/users/me/export, as a download."""
-    user = cabinet_user(request)
-    document = {"profile": user_dto(user), **personal_data(user=user)}
-    response = HttpResponse(JSONRenderer().render(document), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="{EXPORT_FILE}"'
-    response["Cache-Control"] = "no-store"
     return response
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -60,21 +61,27 @@ def welcome_page(request: HttpRequest) -> HttpResponse:
         request.POST or None,
         initial={"first_name": user.first_name, "last_name": user.last_name, "phone": user.phone},
     )
-    if request.method == "POST" and form.is_valid():
-        try:
-            profile_update(
-                user=user,
-                first_name=form.cleaned_data["first_name"],
-                last_name=form.cleaned_data["last_name"],
-                phone=form.cleaned_data["phone"],
-                request=request,
-            )
-        except ValidationFailed as error:
-            field_errors(form, error)
-        else:
-            messages.success(request, _("Your profile is complete."))
-            return redirect("/bus")
+    if request.method == "POST" and form.is_valid() and profile_saved(request, form, user):
+        messages.success(request, _("Your profile is complete."))
+        return redirect("/bus")
     return render(request, "cabinet/welcome.html", {"form": form})
+
+
+def profile_saved(request: HttpRequest, form: forms.Form, user: User) -> bool:
+    """The form's names and phone saved (profile_update, which e-mails a changed phone); or
+    False with the service's refusals on the form's fields."""
+    try:
+        profile_update(
+            user=user,
+            first_name=form.cleaned_data["first_name"],
+            last_name=form.cleaned_data["last_name"],
+            phone=form.cleaned_data["phone"],
+            request=request,
+        )
+    except ValidationFailed as error:
+        field_errors(form, error)
+        return False
+    return True
 
 
 @login_required(login_url="/login")

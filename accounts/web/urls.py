@@ -36,7 +36,6 @@ urlpatterns = [
     path("reset-password/confirm", passwords.reset_confirm_page, name="reset-password-confirm"),
     path("welcome", profile.welcome_page, name="welcome"),
     path("settings/profile", account.profile_page, name="profile"),
-    path("settings/profile/export", account.export_page, name="profile-export"),
     path("settings/profile/delete", deletion.account_delete_page, name="account-delete"),
     path(
         "settings/profile/delete/options",

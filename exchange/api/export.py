@@ -11,9 +11,16 @@ from rest_framework.response import Response
 from accounts.api.serializers import UserDtoOutput, user_dto
 from accounts.api.views import CabinetApi
 from accounts.authentication import AuthenticatedRequest
+from accounts.models import User
 from exchange.services.export import personal_data
 
 EXPORT_FILE = "personal-data.json"
+
+
+def export_document(user: User) -> dict[str, Any]:
+    """The export: the userDto, then what the platform keeps of the person (the API's answer and
+    the cabinet's download alike)."""
+    return {"profile": user_dto(user), **personal_data(user=user)}
 
 
 class ExportOutput(serializers.Serializer[Any]):
@@ -40,8 +47,7 @@ class ExportApi(CabinetApi):
         tags=["profile"],
     )
     def get(self, request: AuthenticatedRequest) -> Response:
-        document = {"profile": user_dto(request.user), **personal_data(user=request.user)}
-        response = Response(document)
+        response = Response(export_document(request.user))
         response["Content-Disposition"] = f'attachment; filename="{EXPORT_FILE}"'
         response["Cache-Control"] = "no-store"
         return response

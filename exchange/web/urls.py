@@ -1,12 +1,13 @@
 """The cabinet's /bus pages: an owner's adapters, their queues, routes, webhooks, dead letters,
-and topics."""
+and topics; and the profile page's export of the person's data."""
 
 from django.urls import path
 
-from exchange.web import bus, routes, topics, webhooks
+from exchange.web import bus, export, routes, topics, webhooks
 
 urlpatterns = [
     path("bus", bus.bus_page, name="bus"),
+    path("settings/profile/export", export.export_page, name="profile-export"),
     path("bus/adapters", bus.adapter_create_page, name="adapter-create"),
     path("bus/adapters/<int:adapter_id>/purge", bus.adapter_purge_page, name="adapter-purge"),
     path("bus/adapters/<int:adapter_id>/webhook", webhooks.webhook_url_page, name="webhook"),

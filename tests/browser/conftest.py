@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, CDPSession, Page, sync_playwright
 
 from accounts import sms
 
@@ -107,3 +107,27 @@ def sms_code(phone: str) -> str:
     code = re.search(r"\b(\d{6})\b", text)
     assert code is not None, text
     return code.group(1)
+
+
+@pytest.fixture
+def authenticator(page: Page, live_server: Any, settings: Any) -> tuple[CDPSession, str]:
+    """A platform authenticator with user verification, answering at once; the live server
+    (in this process) expects this test's origin."""
+    settings.WEBAUTHN_RP_ID = "localhost"
+    settings.WEBAUTHN_ORIGINS = [live_server.url]
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("WebAuthn.enable")
+    added = cdp.send(
+        "WebAuthn.addVirtualAuthenticator",
+        {
+            "options": {
+                "protocol": "ctap2",
+                "transport": "internal",
+                "hasResidentKey": True,
+                "hasUserVerification": True,
+                "isUserVerified": True,
+                "automaticPresenceSimulation": True,
+            }
+        },
+    )
+    return cdp, added["authenticatorId"]

@@ -25,30 +25,6 @@ def person(transactional_db: None) -> User:
     return UserFactory.create(username="grace", email="grace@example.com", phone=PHONE)
 
 
-@pytest.fixture
-def authenticator(page: Page, live_server: Any, settings: Any) -> tuple[CDPSession, str]:
-    """A platform authenticator with user verification, answering at once; the live server
-    (in this process) expects this test's origin."""
-    settings.WEBAUTHN_RP_ID = "localhost"
-    settings.WEBAUTHN_ORIGINS = [live_server.url]
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("WebAuthn.enable")
-    added = cdp.send(
-        "WebAuthn.addVirtualAuthenticator",
-        {
-            "options": {
-                "protocol": "ctap2",
-                "transport": "internal",
-                "hasResidentKey": True,
-                "hasUserVerification": True,
-                "isUserVerified": True,
-                "automaticPresenceSimulation": True,
-            }
-        },
-    )
-    return cdp, added["authenticatorId"]
-
-
 def test_a_passkey_is_added_signs_in_once_the_device_confirms_the_person_and_is_removed(
     page: Page,
     live_server: Any,

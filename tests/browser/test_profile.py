@@ -32,29 +32,6 @@ def person(transactional_db: None) -> User:
     return person
 
 
-@pytest.fixture
-def authenticator(page: Page, live_server: Any, settings: Any) -> tuple[CDPSession, str]:
-    """A platform authenticator with user verification, answering at once."""
-    settings.WEBAUTHN_RP_ID = "localhost"
-    settings.WEBAUTHN_ORIGINS = [live_server.url]
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("WebAuthn.enable")
-    added = cdp.send(
-        "WebAuthn.addVirtualAuthenticator",
-        {
-            "options": {
-                "protocol": "ctap2",
-                "transport": "internal",
-                "hasResidentKey": True,
-                "hasUserVerification": True,
-                "isUserVerified": True,
-                "automaticPresenceSimulation": True,
-            }
-        },
-    )
-    return cdp, added["authenticatorId"]
-
-
 def e_mailed_code(page: Page, to: str) -> str:
     page.goto("/dev/outbox")
     e_mail = page.locator("article.outbox-message", has_text=to).first
