@@ -94,6 +94,9 @@ CONTRACT_REJECTIONS = {
     # A passkey's attestation or assertion is signed by an authenticator the fuzzer does not have
     # (docs/users-api.md, "Passkeys").
     "PASSKEY_INVALID",
+    # A route from one of the owner's own adapters, which need none (docs/exchange.md, "Routes"):
+    # a rule between the path's adapter and the body's sender.
+    "ROUTE_NOT_NEEDED",
 }
 # VALIDATION_FAILED messages for rules JSON Schema cannot state: a 400 whose messages are all of
 # these is not valid data rejected either. Lengths, patterns and required fields are not here: the
@@ -108,8 +111,10 @@ UNSTATABLE_RULES = {
     "Enter a phone number in international format, such as +4915112345678.",
     # OpenAPI 3.0 has no propertyNames to bound the names of a message's headers.
     "Header names are 1 to 64 characters.",
-    # senderAdapterId equal to the path's adapter_id: a rule between the path and the body.
-    "An adapter needs no route to itself.",
+    # Exactly one of senderLogin and senderAdapterId; at least one of an adapter's active and
+    # displayName (OpenAPI 3.0's schemas cannot say "one of these members" without oneOf).
+    "Send either senderLogin or senderAdapterId.",
+    "Send active, displayName or both.",
     # A topic's grant to one of its owner's own adapters: a rule between the path and the body.
     "Your own adapters may publish to and subscribe to your topics already.",
     # A webhook's URL: the schema's pattern says http(s) and printable ASCII; https alone is a
@@ -274,6 +279,8 @@ def fuzzer_config(world: World) -> schemathesis.Config:
             **CONFIG,
             "dictionaries": {
                 "adapters": {"values": world.cabinet_adapter_ids},
+                # Another owner's adapter: a route from it is granted.
+                "logins": {"values": [ADAPTER]},
                 "doomed": {"values": world.doomed_adapter_ids},
                 "messages": {"values": world.message_ids},
                 "topics": {"values": world.topic_ids},
@@ -283,6 +290,7 @@ def fuzzer_config(world: World) -> schemathesis.Config:
                 "path.adapter_id": real("adapters"),
                 "path.sender_id": real("adapters"),
                 "body.senderAdapterId": real("adapters"),
+                "body.senderLogin": real("logins"),
                 "path.message_id": real("messages"),
                 "path.topic_id": real("topics"),
                 "body.adapterId": real("adapters"),
