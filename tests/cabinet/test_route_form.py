@@ -12,6 +12,8 @@ import pytest
 
 from accounts.models import User
 from exchange.models import Route
+from exchange.services.topics import publisher_grant, topic_create
+from tests.cabinet.topics import card
 from tests.factories import AdapterFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -100,3 +102,15 @@ def test_the_cards_name_adapters_with_their_display_names(browser, mine):
     html = browser.get("/bus").content.decode()
 
     assert 'billing <em class="display-name">Billing &lt;main&gt;</em>' in html
+
+
+def test_a_topics_granted_adapters_are_named_with_their_display_names(browser, person, stranger):
+    topic = topic_create(owner=person, name="orders")
+    publisher_grant(topic=topic, adapter_id=stranger.pk)
+
+    shown = card(browser.get("/bus"), topic)
+
+    assert (
+        f'<li data-adapter="{stranger.pk}">shop-7 <em class="display-name">Web shop</em> '
+        f"<small>#{stranger.pk}</small>"
+    ) in shown
