@@ -115,6 +115,17 @@ UNSTATABLE_RULES = {
     # displayName (OpenAPI 3.0's schemas cannot say "one of these members" without oneOf).
     "Send either senderLogin or senderAdapterId.",
     "Send active, displayName or both.",
+    # Exactly one of a second step's token and credential; a passkey's answer with the requestId
+    # of its options (docs/users-api.md, sections 15a and 15c).
+    "Send either token (a code) or credential (a passkey's answer).",
+    "A passkey's answer needs the requestId its options came with.",
+    # A second factor the person holds: the account's state, not the request's shape.
+    "This is not one of your second factors.",
+    # A new e-mail address that is the account's own already (docs/users-api.md, section 15b), or
+    # one whose characters stand for others once normalised (NFKC: accounts.identifiers).
+    "This is your address already.",
+    "Type the address in plain characters: it contains characters that stand for others "
+    "(such as the Kelvin sign, a long s, full-width letters or ß).",
     # A topic's grant to one of its owner's own adapters: a rule between the path and the body.
     "Your own adapters may publish to and subscribe to your topics already.",
     # A webhook's URL: the schema's pattern says http(s) and printable ASCII; https alone is a
