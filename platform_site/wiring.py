@@ -90,7 +90,7 @@ def spectacular_settings(version: str) -> dict[str, Any]:
         "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
         "REDOC_DIST": "SIDECAR",
         "COMPONENT_SPLIT_REQUEST": True,
-        # A PATCH body keeps its required fields (PATCH /api/users/adapters/{id} needs "active"):
+        # A PATCH body keeps its required fields (PATCH /api/users/change-password needs all three):
         # the Patched* components would drop them.
         "COMPONENT_SPLIT_PATCH": False,
         "ENUM_NAME_OVERRIDES": {
