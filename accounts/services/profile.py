@@ -45,8 +45,8 @@ def profile_update(
     two_factor_method: str | None = None,
     request: HttpRequest | None,
 ) -> User:
-    """Change the fields given. A new phone is announced by e-mail; a user whose code factor is
-    SMS cannot remove the phone its codes go to. ``two_factor_method``, the factor a sign-in
+    """Change the fields given. A changed phone (not a first one) is announced by e-mail; a
+    user whose code factor is SMS cannot remove the phone its codes go to. ``two_factor_method``, the factor a sign-in
     asks for first, must be one the person holds."""
     fields: list[str] = []
     if two_factor_method is not None:
@@ -58,7 +58,7 @@ def profile_update(
         user.first_name, fields = first_name.strip(), [*fields, "first_name"]
     if last_name is not None:
         user.last_name, fields = last_name.strip(), [*fields, "last_name"]
-    phone_changed = False
+    phone_changed, had_phone = False, bool(user.phone)
     if phone is not None:
         phone = phone_normalize(phone)
         if not phone and user.code_factor == CodeFactor.SMS:
@@ -71,7 +71,8 @@ def profile_update(
         user.save(update_fields=fields)
         if phone_changed:
             audit(Kind.PHONE_CHANGED, user=user, request=request)
-            if user.email:
+            # A first phone (the profile completed) is no news to tell; a changed one is.
+            if user.email and had_phone:
                 outbox_email(
                     to=user.email,
                     template="phone_changed",

@@ -79,7 +79,19 @@ def test_disabling_two_factor_turns_it_off_and_queues_a_notice(django_capture_on
     signed_in("ada@example.com")  # no 428 any more
 
 
+def test_a_first_phone_completes_the_profile_without_an_email(ada):
+    client = signed_in("ada@example.com")
+
+    response = client.call("patch", "/api/users/me", {"phone": "+49 (151) 2345-6781"})
+
+    assert response.json()["phone"] == PHONES["a"]
+    assert not OutboxMessage.objects.filter(to="ada@example.com").exists()
+    assert AuditEvent.objects.filter(user=ada, kind="PHONE_CHANGED").count() == 1
+
+
 def test_changing_the_phone_stores_e164_and_queues_a_phone_changed_email(ada):
+    ada.phone = PHONES["b"]
+    ada.save()
     client = signed_in("ada@example.com")
 
     response = client.call("patch", "/api/users/me", {"phone": "+49 (151) 2345-6781"})

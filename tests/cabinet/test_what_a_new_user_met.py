@@ -1,0 +1,59 @@
+"""What a new user met in the cabinet (issue 39, item 5), each fixed with a test: the language
+switch names each language in itself, the queue limit has its thousands separated, the purge
+page's address ends where it should, and completing the profile mails nothing about the phone."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from accounts.models import OutboxMessage, User
+from tests.factories import DEFAULT_PASSWORD, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def text(response: object) -> str:
+    return response.content.decode()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("language", ["en", "ru"])
+def test_the_language_switch_names_each_language_in_itself(client, language):
+    page = text(client.get("/login", HTTP_ACCEPT_LANGUAGE=language))
+
+    assert '<option value="en" lang="en"' in page
+    assert ">English</option>" in page
+    assert ">Русский</option>" in page
+    assert "Английский" not in page
+
+
+def test_the_queue_limit_has_its_thousands_separated(browser, mine, settings):
+    settings.EXCHANGE_MAX_QUEUE_DEPTH = 100_000
+
+    english = text(browser.get("/bus"))
+    browser.post("/i18n/setlang/", {"language": "ru", "next": "/bus"})
+    russian = text(browser.get("/bus"))
+
+    assert '<dd data-figure="limit">0 / 100,000</dd>' in english
+    assert '<dd data-figure="limit">0 / 100\xa0000</dd>' in russian
+
+
+def test_the_purge_page_is_a_link_whose_address_ends_with_purge(browser, mine):
+    page = text(browser.get("/bus"))
+
+    assert f'<a class="button secondary" href="/bus/adapters/{mine.pk}/purge">' in page
+    assert browser.get(f"/bus/adapters/{mine.pk}/purge").status_code == 200
+
+
+def test_completing_the_profile_mails_nothing_about_the_phone():
+    newcomer: User = UserFactory.create(email="new@example.com", first_name="", last_name="")
+    client = Client()
+    client.post("/login", {"login": newcomer.email, "password": DEFAULT_PASSWORD})
+
+    response = client.post(
+        "/welcome", {"first_name": "Ada", "last_name": "Lovelace", "phone": "+4915123456789"}
+    )
+
+    assert response.status_code == 302
+    assert User.objects.get(pk=newcomer.pk).phone == "+4915123456789"
+    assert not OutboxMessage.objects.filter(template="phone_changed").exists()
