@@ -46,8 +46,8 @@ def profile_update(
     request: HttpRequest | None,
 ) -> User:
     """Change the fields given. A changed phone (not a first one) is announced by e-mail; a
-    user whose code factor is SMS cannot remove the phone its codes go to. ``two_factor_method``, the factor a sign-in
-    asks for first, must be one the person holds."""
+    user whose code factor is SMS cannot remove the phone its codes go to.
+    ``two_factor_method``, the factor a sign-in asks for first, must be one the person holds."""
     fields: list[str] = []
     if two_factor_method is not None:
         if two_factor_method not in factors_held(user):
