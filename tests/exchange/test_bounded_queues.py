@@ -199,7 +199,7 @@ def test_the_cabinet_asks_before_it_purges_then_purges(owner, adapter):
     untouched = Message.objects.filter(recipient=adapter).count()
     done = browser.post(f"/bus/adapters/{adapter.pk}/purge", follow=True)
 
-    assert f'action="/bus/adapters/{adapter.pk}/purge"' in bus
+    assert f'href="/bus/adapters/{adapter.pk}/purge"' in bus
     assert asked.status_code == 200
     text = re.sub(r"\s+", " ", asked.content.decode())
     assert "2 messages waiting for this adapter will be deleted" in text
