@@ -1,4 +1,4 @@
-"""The route form of an adapter's card on /bus in Chromium (issue 39): the owner types another
+"""The route form of an adapter's card on /bus in Chromium (docs/cabinet.md): the owner types another
 owner's adapter's login; a login that names no adapter, or one of their own, stays typed with the
 reason under the field; the granted route is listed by login and display name."""
 

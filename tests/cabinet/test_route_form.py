@@ -1,4 +1,4 @@
-"""The route form of an adapter's card on /bus (issue 39): another owner's adapter by its login;
+"""The route form of an adapter's card on /bus (docs/cabinet.md, "The routes section"): another owner's adapter by its login;
 a login the service refuses stays typed, with the reason under the field, in the page's language;
 the card lists its routes' senders by login and display name, as it names its adapters."""
 

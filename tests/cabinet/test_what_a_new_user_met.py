@@ -1,4 +1,4 @@
-"""What a new user met in the cabinet (issue 39, item 5), each fixed with a test: the language
+"""What a new user met in the cabinet, each fixed with a test: the language
 switch names each language in itself, the queue limit has its thousands separated, the purge
 page's address ends where it should, and completing the profile mails nothing about the phone."""
 

@@ -1,4 +1,4 @@
-"""An adapter's display name (issue 39): its owner sets it with PATCH /api/users/adapters/{id},
+"""An adapter's display name (docs/exchange.md): its owner sets it with PATCH /api/users/adapters/{id},
 which takes active and/or displayName, and the adapters' list and the PATCH's answer carry it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Disabling an owner (issue 39): an administrator's disable action, or the admin's change form,
+"""Disabling an owner (docs/sessions.md, "A disabled owner's adapters"): an administrator's disable action, or the admin's change form,
 disables the sign-in of the owner's adapters and ends their sessions; enabling the owner enables
 those adapters again, but not one the owner had disabled themselves."""
 

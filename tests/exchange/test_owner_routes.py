@@ -1,4 +1,4 @@
-"""Routes by login (issue 39): an owner names the sender by its login or by its id, exactly one;
+"""Routes by login (docs/exchange.md, "Routes"): an owner names the sender by its login or by its id, exactly one;
 a login that is no adapter's is as unknown as one nobody has; one of the owner's own adapters
 needs no route; the adapters' list names each route's sender."""
 
