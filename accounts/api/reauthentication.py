@@ -11,29 +11,15 @@ from rest_framework.response import Response
 from accounts.api.serializers import ReauthInput, ReauthStartInput, TwoFactorResendOutput
 from accounts.api.views import CabinetApi
 from accounts.authentication import AuthenticatedRequest
-from accounts.errors import (
-    AccountLocked,
-    AttemptsExceeded,
-    BadCredentials,
-    CodeExpired,
-    CodeInvalid,
-    PasskeyInvalid,
-    ReauthenticationRequired,
-    SignInBusy,
+from accounts.services.reauthentication import (
+    PROOF_REFUSALS,
+    Proof,
+    Reauthentication,
+    reauthentication_start,
 )
-from accounts.services.reauthentication import Proof, Reauthentication, reauthentication_start
 
 # What a request that needs a fresh proof may answer besides its own errors.
-REAUTH_ERRORS = (
-    ReauthenticationRequired,
-    BadCredentials,
-    AccountLocked,
-    SignInBusy,
-    CodeInvalid,
-    CodeExpired,
-    AttemptsExceeded,
-    PasskeyInvalid,
-)
+REAUTH_ERRORS = PROOF_REFUSALS
 
 
 def proof_of(data: dict[str, Any]) -> Proof:

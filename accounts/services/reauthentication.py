@@ -24,7 +24,16 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from accounts.devices import Device
-from accounts.errors import ReauthenticationRequired
+from accounts.errors import (
+    AccountLocked,
+    AttemptsExceeded,
+    BadCredentials,
+    CodeExpired,
+    CodeInvalid,
+    PasskeyInvalid,
+    ReauthenticationRequired,
+    SignInBusy,
+)
 from accounts.models import Challenge, Session, User
 from accounts.services.authenticators import authenticator_confirmed
 from accounts.services.challenges import challenge_open
@@ -36,6 +45,19 @@ from accounts.services.second_factors import (
 from accounts.services.sign_in import credentials_check
 from accounts.services.sign_in_challenges import Asked, factor_challenge_open
 from platform_site.errors import ValidationFailed
+
+# What a proof is refused with, whichever door it came through (the API declares them, the
+# cabinet's pages tell them under the field).
+PROOF_REFUSALS = (
+    ReauthenticationRequired,
+    BadCredentials,
+    AccountLocked,
+    SignInBusy,
+    CodeInvalid,
+    CodeExpired,
+    AttemptsExceeded,
+    PasskeyInvalid,
+)
 
 REQUEST_ID_NEEDED = _("A passkey's answer needs the requestId its options came with.")
 

@@ -25,22 +25,18 @@ from accounts.errors import (
     ReauthenticationRequired,
 )
 from accounts.models import Session
-from accounts.services.reauthentication import Proof, Reauthentication, session_fresh
+from accounts.services.reauthentication import (
+    PROOF_REFUSALS,
+    Proof,
+    Reauthentication,
+    session_fresh,
+)
 from accounts.web.sessions import current_session_id
 from platform_site.errors import ApplicationError, RateLimited, ValidationFailed
 from platform_site.timestamps import utc_display
 
 # What a proof may be refused with, besides the guarded action's own errors.
-REFUSALS = (
-    ReauthenticationRequired,
-    BadCredentials,
-    AccountLocked,
-    CodeInvalid,
-    AttemptsExceeded,
-    PasskeyInvalid,
-    RateLimited,
-    ValidationFailed,
-)
+REFUSALS = (*PROOF_REFUSALS, RateLimited, ValidationFailed)
 
 
 def page_session(request: HttpRequest) -> Session | None:
