@@ -92,7 +92,7 @@ def test_with_enumeration_prevented_a_taken_address_answers_like_a_free_one(grac
     assert outcome(resent) == (429, "RESEND_TOO_EARLY")
     assert outcome(guessed) == (400, "CODE_INVALID")
     # The taken address's owner is told (no code goes there); the account keeps its address.
-    to_owner = OutboxMessage.objects.filter(to=NEW).values_list("template", "user")
+    to_owner = OutboxMessage.objects.filter(to=NEW).order_by("pk").values_list("template", "user")
     assert list(to_owner) == [("email_change_taken", owner.pk), ("email_change_code", None)]
     assert User.objects.get(pk=owner.pk).email == NEW
     assert User.objects.get(username="grace@example.com").email == EMAIL
