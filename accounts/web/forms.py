@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.models import User
 from accounts.services.passwords import password_validate
+from accounts.services.profile import phone_normalize
 from platform_site.errors import ValidationFailed
 
 PASSWORD_MAX_LENGTH = 4096
@@ -161,6 +162,16 @@ class ProfileForm(forms.Form):
         help_text=_("International format with the country code, such as +49 151 23456789."),
         widget=forms.TextInput(attrs={"autocomplete": "tel", "inputmode": "tel"}),
     )
+
+    def clean_phone(self) -> str:
+        """The phone checked with the names, so one submit shows every field's error (the
+        service checks it again, for the API)."""
+        phone: str = self.cleaned_data["phone"]
+        try:
+            phone_normalize(phone)
+        except ValidationFailed as error:
+            raise forms.ValidationError(error.extra["errors"]["phone"]) from None
+        return phone
 
 
 class AdapterCreateForm(forms.Form):

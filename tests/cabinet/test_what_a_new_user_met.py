@@ -57,3 +57,16 @@ def test_completing_the_profile_mails_nothing_about_the_phone():
     assert response.status_code == 302
     assert User.objects.get(pk=newcomer.pk).phone == "+4915123456789"
     assert not OutboxMessage.objects.filter(template="phone_changed").exists()
+
+
+def test_the_welcome_page_shows_every_fields_error_on_the_first_submit():
+    newcomer: User = UserFactory.create(email="new@example.com", first_name="", last_name="")
+    client = Client()
+    client.post("/login", {"login": newcomer.email, "password": DEFAULT_PASSWORD})
+
+    page = text(client.post("/welcome", {"first_name": "", "last_name": "", "phone": "12345"}))
+
+    assert page.count("This field is required.") == 2
+    assert "Enter a phone number in international format, such as +4915112345678." in page
+    assert 'name="phone" value="12345"' in page
+    assert User.objects.get(pk=newcomer.pk).phone == ""

@@ -1,0 +1,32 @@
+"""What a new user met, in Chromium: every field's error shown on the first submit of /welcome."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from accounts.models import User
+from tests.browser.conftest import sign_in
+from tests.factories import DEFAULT_PASSWORD, UserFactory
+
+pytestmark = pytest.mark.browser
+
+
+def test_the_welcome_page_shows_the_names_and_the_phone_errors_on_the_first_submit(
+    page: Page, live_server: Any, transactional_db: None
+) -> None:
+    newcomer: User = UserFactory.create(email="new@example.com", first_name="", last_name="")
+    sign_in(page, newcomer.email, DEFAULT_PASSWORD)
+    expect(page).to_have_url(f"{live_server.url}/welcome")
+
+    page.get_by_label("Mobile phone", exact=True).fill("12345")
+    page.get_by_role("button", name="Save", exact=True).click()
+
+    expect(page.locator("#id_first_name_error")).to_have_text("This field is required.")
+    expect(page.locator("#id_last_name_error")).to_have_text("This field is required.")
+    expect(page.locator("#id_phone_error")).to_have_text(
+        "Enter a phone number in international format, such as +4915112345678."
+    )
+    expect(page.get_by_label("Mobile phone", exact=True)).to_have_value("12345")
