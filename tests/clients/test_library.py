@@ -7,11 +7,13 @@ server's sessions and delivery log."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -148,72 +150,104 @@ def handled_again_only_when_redelivered(handled: Iterable[Message]) -> None:
             assert len(set(counts)) == len(counts), (message_id, counts)
 
 
-@pytest.mark.parametrize("transport", ["stream", "poll"])
-def test_a_consumer_outlives_its_access_and_refresh_tokens_by_refreshing_then_signing_in_again(
+TRANSPORTS = ("stream", "poll")
+
+
+def test_consumers_outlive_their_access_and_refresh_tokens_by_refreshing_then_signing_in_again(
     stack_database: StackDatabase,
     owner: Owner,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
-    transport: str,
 ) -> None:
-    recipient = owner.create_adapter(f"lifetimes-consumer-{transport}")
-    sender = owner.create_adapter(f"lifetimes-sender-{transport}")
+    """A consumer on a push stream and one polling, side by side in one server (the lifetimes
+    take a minute to run out: both transports live through the same minute)."""
+    recipients = {t: owner.create_adapter(f"lifetimes-consumer-{t}") for t in TRANSPORTS}
+    senders = {t: owner.create_adapter(f"lifetimes-sender-{t}") for t in TRANSPORTS}
     caplog.set_level(logging.INFO, logger="exchange_client")
-    handled: list[Message] = []
+    handled: dict[str, list[Message]] = {t: [] for t in TRANSPORTS}
+    sent: dict[str, list[str]] = {t: [] for t in TRANSPORTS}
+    summaries: dict[str, Summary] = {}
 
     with running_gunicorn(stack_database, tmp_path / "short-lived", SHORT_LIVED_TOKENS) as server:
-        consumer = client_for(server.base_url, recipient, "lifetimes-consumer-1")
-        sending = client_for(server.base_url, sender, "lifetimes-sender-1")
-        with consumer, sending, ThreadPoolExecutor(max_workers=1) as pool:
-            run = consuming(pool, consumer, handled.append, wait=1, transport=transport)
+        consumers = {
+            t: client_for(server.base_url, recipients[t], "lifetimes-consumer-1")
+            for t in TRANSPORTS
+        }
+        sending = {
+            t: client_for(server.base_url, senders[t], "lifetimes-sender-1") for t in TRANSPORTS
+        }
+        with ExitStack() as clients, ThreadPoolExecutor(max_workers=len(TRANSPORTS)) as pool:
+            for client in (*consumers.values(), *sending.values()):
+                clients.enter_context(client)
+            runs = {
+                t: consuming(pool, consumers[t], handled[t].append, wait=1, transport=t)
+                for t in TRANSPORTS
+            }
 
-            def sessions() -> list[dict[str, Any]]:
-                assert alive(run)
-                return sessions_of(stack_database, recipient)
+            def sessions(transport: str) -> list[dict[str, Any]]:
+                assert alive(runs[transport])
+                return sessions_of(stack_database, recipients[transport])
 
-            phases: list[tuple[str, Callable[[], bool]]] = [
-                ("signed in", lambda: len(sessions()) == 1),
-                ("refreshed", lambda: sessions()[0]["refreshed_at"] is not None),
-                ("signed in again", lambda: len(sessions()) == 2),
+            def handled_last(transport: str) -> bool:
+                latest = sent[transport][-1]
+                return alive(runs[transport]) and latest in {
+                    m.message_id for m in handled[transport]
+                }
+
+            phases: list[tuple[str, Callable[[str], bool]]] = [
+                ("signed in", lambda t: len(sessions(t)) == 1),
+                ("refreshed", lambda t: sessions(t)[0]["refreshed_at"] is not None),
+                ("signed in again", lambda t: len(sessions(t)) == 2),
             ]
-            sent = []
             try:
                 for phase, reached in phases:
-                    wait_until(reached, timeout=90, what=f"the consumer's session to be {phase}")
-                    sent.append(
-                        sending.send(recipient.adapter_id, "tick", {"after": phase}).message_id
-                    )
-                    wait_until(
-                        lambda: alive(run) and sent[-1] in {m.message_id for m in handled},
-                        timeout=30,
-                        what=f"the message sent once {phase} to be handled",
-                    )
+                    for t in TRANSPORTS:
+                        wait_until(
+                            functools.partial(reached, t),
+                            timeout=90,
+                            what=f"the {t} consumer's session to be {phase}",
+                        )
+                        message = sending[t].send(recipients[t].adapter_id, "tick", {"at": phase})
+                        sent[t].append(message.message_id)
+                    for t in TRANSPORTS:
+                        wait_until(
+                            functools.partial(handled_last, t),
+                            timeout=30,
+                            what=f"the message sent once {phase} to be handled by {t}",
+                        )
             finally:
-                consumer.stop()
-            summary = run.result(timeout=30)
+                for t in TRANSPORTS:
+                    consumers[t].stop()
+            summaries = {t: runs[t].result(timeout=30) for t in TRANSPORTS}
 
-    # It kept working: each message handled once, and acknowledged.
-    assert [m.message_id for m in handled] == sent
-    assert summary == Summary(handled=3, failed=0, given_back=0)
-    acked_once_each([consumer], set(sent))
-    # The server saw one refresh of the first session, then, once the refresh token had expired
-    # (with its session: at its end cut to the second, as JWTs count), a new sign-in from the same
-    # device id; no refresh token was presented twice, and the consumer signed out as it stopped.
-    first, second = sessions_of(stack_database, recipient)
-    assert first["refreshed_at"] is not None
-    assert (
-        first["refreshed_at"] < first["expires_at"].replace(microsecond=0) <= second["created_at"]
-    )
-    assert (first["device_id"], second["device_id"]) == ("lifetimes-consumer-1",) * 2
-    assert first["revoked_at"] is None
-    assert second["reason"] == "logout"
-    # The sender, in this thread, renewed its own pair the same way; the consumer's threads:
+    for t in TRANSPORTS:
+        # It kept working: each message handled once, and acknowledged.
+        assert [m.message_id for m in handled[t]] == sent[t]
+        assert summaries[t] == Summary(handled=3, failed=0, given_back=0)
+        acked_once_each([consumers[t]], set(sent[t]))
+        # The server saw one refresh of the first session, then, once the refresh token had
+        # expired (with its session: at its end cut to the second, as JWTs count), a new sign-in
+        # from the same device id; no refresh token was presented twice, and the consumer signed
+        # out as it stopped.
+        first, second = sessions_of(stack_database, recipients[t])
+        assert first["refreshed_at"] is not None
+        assert (
+            first["refreshed_at"]
+            < first["expires_at"].replace(microsecond=0)
+            <= second["created_at"]
+        )
+        assert (first["device_id"], second["device_id"]) == ("lifetimes-consumer-1",) * 2
+        assert first["revoked_at"] is None
+        assert second["reason"] == "logout"
+    # The senders, in this thread, renewed their own pairs the same way; the consumers' threads:
+    # each was refused a refresh once and signed in again.
     logged = [r.getMessage() for r in caplog.records if r.threadName != "MainThread"]
     refused = [message for message in logged if message.startswith("Refresh refused")]
-    assert refused == ["Refresh refused (TOKEN_EXPIRED): signing in again"]
-    # On the stream, the platform ended it as each access token expired; it reconnected.
+    assert refused == ["Refresh refused (TOKEN_EXPIRED): signing in again"] * len(TRANSPORTS)
+    # On the stream, the platform ended it as each access token expired; it reconnected. The
+    # polling consumer has no stream to end.
     ended = "Stream ended (TOKEN_EXPIRED): renewing the tokens and reconnecting"
-    assert (ended in logged) == (transport == "stream")
+    assert ended in logged
 
 
 def test_a_client_signs_in_again_with_its_device_token_while_others_locked_its_adapter(
