@@ -178,6 +178,14 @@ class CodeExpired(CodeInvalid):
     default_detail = "The code has expired: ask for a new one with resend."
 
 
+class CodeAlreadyUsed(CodeInvalid):
+    """An authenticator app's code that passed before (or one older than a code that did): it
+    never passes twice, so the person waits for the app's next one."""
+
+    code = "CODE_ALREADY_USED"
+    default_detail = "The code was already used: wait for the next code the app shows."
+
+
 class AttemptsExceeded(ApplicationError):
     status = 429
     code = "ATTEMPTS_EXCEEDED"

@@ -18,6 +18,7 @@ from accounts.device_tokens import DEVICE_TOKEN_HEADER
 from accounts.devices import DEVICE_ID_HEADER, DEVICE_ID_SCHEMA
 from accounts.errors import (
     AccountLocked,
+    CodeAlreadyUsed,
     CodeExpired,
     CodeInvalid,
     DeviceMismatch,
@@ -113,6 +114,7 @@ EXAMPLES: dict[ErrorClass, ApplicationError] = {
         ),
         CodeInvalid(attempts_remaining=4),
         CodeExpired(attempts_remaining=4),
+        CodeAlreadyUsed(attempts_remaining=4),
         ResendTooEarly(retry_after_seconds=42),
     )
 }

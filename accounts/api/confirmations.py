@@ -33,6 +33,7 @@ from accounts.devices import device_of
 from accounts.errors import (
     AttemptsExceeded,
     ChallengeNotFound,
+    CodeAlreadyUsed,
     CodeExpired,
     CodeInvalid,
     EmailNotConfirmed,
@@ -58,6 +59,8 @@ from platform_site.openapi import answers
 
 # A code confirmed (challenge_confirm) and a code resent (challenge_resend).
 CODE_ERRORS = (CodeInvalid, CodeExpired, AttemptsExceeded)
+# The operations that take an authenticator app's code: one that passed before is refused apart.
+APP_CODE_ERRORS = (*CODE_ERRORS, CodeAlreadyUsed)
 RESEND_ERRORS = (ChallengeNotFound, AttemptsExceeded, ResendTooEarly)
 
 
@@ -152,7 +155,7 @@ class VerifyEmailResendApi(ResendApi):
 
 # A wrong code for an authenticator app counts under the account's sign-in gate (SignInBusy).
 @answers(
-    *CODE_ERRORS,
+    *APP_CODE_ERRORS,
     PasskeyInvalid,
     SignInBusy,
     *SIGN_IN_CHECKS,

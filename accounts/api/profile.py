@@ -8,7 +8,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from accounts.api.confirmations import CODE_ERRORS, RESEND_ERRORS, resend_json
+from accounts.api.confirmations import APP_CODE_ERRORS, CODE_ERRORS, RESEND_ERRORS, resend_json
 from accounts.api.reauthentication import REAUTH_ERRORS, reauth_of
 from accounts.api.serializers import (
     AccountDeleteInput,
@@ -254,14 +254,15 @@ class TotpApi(CabinetApi):
         )
 
 
-@answers(*CODE_ERRORS)
+@answers(*APP_CODE_ERRORS)
 class TotpConfirmApi(CabinetApi):
     @extend_schema(
         operation_id="users_two_factor_totp_confirm",
         summary="Confirm the authenticator app with its code: it is your second factor, with "
         "new recovery codes",
         description="Wrong codes follow the rules of every code: 400 CODE_INVALID with "
-        "attemptsRemaining, then 429 ATTEMPTS_EXCEEDED. recoveryCodes are shown only here.",
+        "attemptsRemaining, then 429 ATTEMPTS_EXCEEDED; a code that passed before is 400 "
+        "CODE_ALREADY_USED, counted the same. recoveryCodes are shown only here.",
         request=TotpConfirmInput,
         responses={200: RecoveryCodesOutput},
         tags=["two-factor"],

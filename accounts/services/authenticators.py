@@ -10,6 +10,7 @@ requests present it at once.
 
 from __future__ import annotations
 
+import enum
 import hmac
 import uuid
 from datetime import datetime
@@ -25,6 +26,15 @@ from accounts.models import Authenticator, User
 DIGITS = 6
 PERIOD_SECONDS = 30
 WINDOW_STEPS = 1
+
+
+class AppCode(enum.Enum):
+    """What an app's code turned out to be."""
+
+    ACCEPTED = "accepted"
+    WRONG = "wrong"
+    # The code of a step accepted before, or of an older one: right once, never again.
+    USED = "used"
 
 
 def authenticator_create(*, user: User) -> tuple[Authenticator, str]:
@@ -56,26 +66,28 @@ def _matching_step(secret: str, code: str, now: datetime) -> int | None:
     return found
 
 
-def authenticator_code_accept(*, authenticator_id: uuid.UUID, code: str) -> bool:
-    """True if ``code`` is the app's code for a step around now that is later than every step
-    accepted before; that step is then recorded. Runs in the caller's transaction."""
+def authenticator_code_accept(*, authenticator_id: uuid.UUID, code: str) -> AppCode:
+    """ACCEPTED if ``code`` is the app's code for a step around now that is later than every
+    step accepted before; that step is then recorded. USED if it is the code of a step around
+    now that is not. Runs in the caller's transaction."""
     authenticator = Authenticator.objects.filter(pk=authenticator_id).select_related("user").first()
     if authenticator is None or not (code.isascii() and code.isdigit() and len(code) == DIGITS):
-        return False
+        return AppCode.WRONG
     try:
         secret = secret_decrypt(user_id=authenticator.user_id, stored=authenticator.secret)
     except SecretUnreadable:
-        return False
+        return AppCode.WRONG
     step = _matching_step(secret, code, timezone.now())
     if step is None:
-        return False
+        return AppCode.WRONG
     # The row lock makes parallel acceptances of one step take turns; the loser's re-check sees
     # the winner's step and updates nothing.
-    return bool(
+    accepted = (
         Authenticator.objects.filter(pk=authenticator_id)
         .filter(Q(last_used_step__isnull=True) | Q(last_used_step__lt=step))
         .update(last_used_step=step)
     )
+    return AppCode.ACCEPTED if accepted else AppCode.USED
 
 
 def authenticator_confirmed(*, user: User) -> Authenticator | None:

@@ -16,9 +16,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.errors import AttemptsExceeded, CodeExpired, CodeInvalid
+from accounts.errors import AttemptsExceeded, CodeAlreadyUsed, CodeExpired, CodeInvalid
 from accounts.models import Challenge, User
-from accounts.services.authenticators import authenticator_code_accept
+from accounts.services.authenticators import AppCode, authenticator_code_accept
 from accounts.services.challenges import code_hash_of
 from accounts.services.recovery_codes import recovery_code_normalize, recovery_code_spend
 
@@ -42,6 +42,11 @@ class CodeWrong(CodeInvalid):
     confirmation that came first) stay plain CodeInvalid."""
 
 
+class CodeReused(CodeAlreadyUsed, CodeWrong):
+    """CODE_ALREADY_USED for an app's code that passed before: told apart from a wrong one, and
+    counted in the sign-in's run of wrong codes as one is."""
+
+
 @dataclass(frozen=True)
 class Confirmed:
     challenge: Challenge
@@ -59,9 +64,9 @@ def challenge_confirm(
     recovery_codes: bool = False,
 ) -> Confirmed:
     """The challenge, now used, and its user, if ``code`` is its code; else CodeWrong (a wrong
-    code), CodeInvalid, CodeExpired or AttemptsExceeded. Must run outside a transaction, or in
-    one that its caller commits whatever this raises (the sign-in's second-factor gate): the
-    spent attempt must outlive the error.
+    code), CodeReused (an app's code that passed before), CodeInvalid, CodeExpired or
+    AttemptsExceeded. Must run outside a transaction, or in one that its caller commits whatever
+    this raises (the sign-in's second-factor gate): the spent attempt must outlive the error.
 
     A TOTP challenge takes its authenticator app's code, and only from ``device_key`` when it
     was started from a device. With ``recovery_codes`` (a sign-in), one of the user's recovery
@@ -147,19 +152,22 @@ def _confirm_app_or_recovery_code(
         used = Challenge.objects.filter(pk=request_id, used_at__isnull=True).update(
             used_at=timezone.now()
         )
-        if recovery is not None:
-            right = bool(used) and recovery_code_spend(user_id=user_id, typed=recovery)
+        if not used:
+            verdict = AppCode.WRONG
+        elif recovery is not None:
+            spent = recovery_code_spend(user_id=user_id, typed=recovery)
+            verdict = AppCode.ACCEPTED if spent else AppCode.WRONG
+        elif authenticator_id is not None:
+            verdict = authenticator_code_accept(authenticator_id=authenticator_id, code=code)
         else:
-            right = (
-                bool(used)
-                and authenticator_id is not None
-                and authenticator_code_accept(authenticator_id=authenticator_id, code=code)
-            )
-        if not right:
+            verdict = AppCode.WRONG
+        if verdict is not AppCode.ACCEPTED:
             transaction.set_rollback(True)
     if not used:  # a parallel confirmation came first: nothing was compared
         raise CodeInvalid(attempts_remaining=attempts_left)
-    if not right:
+    if verdict is AppCode.USED:
+        raise CodeReused(attempts_remaining=attempts_left)
+    if verdict is not AppCode.ACCEPTED:
         raise CodeWrong(attempts_remaining=attempts_left)
     challenge = Challenge.objects.select_related("user").get(pk=request_id)
     return Confirmed(

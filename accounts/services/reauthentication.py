@@ -28,6 +28,7 @@ from accounts.errors import (
     AccountLocked,
     AttemptsExceeded,
     BadCredentials,
+    CodeAlreadyUsed,
     CodeExpired,
     CodeInvalid,
     PasskeyInvalid,
@@ -55,6 +56,7 @@ PROOF_REFUSALS = (
     SignInBusy,
     CodeInvalid,
     CodeExpired,
+    CodeAlreadyUsed,
     AttemptsExceeded,
     PasskeyInvalid,
 )

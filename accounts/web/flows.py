@@ -27,6 +27,7 @@ from accounts.errors import (
     AttemptsExceeded,
     BadCredentials,
     ChallengeNotFound,
+    CodeAlreadyUsed,
     CodeExpired,
     CodeInvalid,
     CredentialsExpired,
@@ -45,6 +46,7 @@ from accounts.services.sign_in import (
 from accounts.web.forms import (
     CodeForm,
 )
+from accounts.web.sentences import CODE_ALREADY_USED
 from accounts.web.sessions import (
     after_sign_in_path,
     web_sign_in,
@@ -131,6 +133,9 @@ def code_error(form: forms.Form, error: ApplicationError) -> None:
     """A wrong, expired or exhausted code, as the code field's error."""
     if isinstance(error, CodeExpired):
         form.add_error("code", _("This code has expired. Ask for a new one."))
+    elif isinstance(error, CodeAlreadyUsed):
+        left = _("Attempts left: %(count)s.") % {"count": error.extra["attemptsRemaining"]}
+        form.add_error("code", f"{CODE_ALREADY_USED} {left}")
     elif isinstance(error, CodeInvalid):
         form.add_error(
             "code",

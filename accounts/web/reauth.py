@@ -19,6 +19,7 @@ from accounts.errors import (
     AccountLocked,
     AttemptsExceeded,
     BadCredentials,
+    CodeAlreadyUsed,
     CodeExpired,
     CodeInvalid,
     PasskeyInvalid,
@@ -31,6 +32,7 @@ from accounts.services.reauthentication import (
     Reauthentication,
     session_fresh,
 )
+from accounts.web.sentences import CODE_ALREADY_USED
 from accounts.web.sessions import current_session_id
 from platform_site.errors import ApplicationError, RateLimited, ValidationFailed
 from platform_site.timestamps import utc_display
@@ -98,6 +100,9 @@ def refusal(error: ApplicationError) -> str:
         }
     if isinstance(error, CodeExpired):
         return _("This code has expired. Ask for a new one.")
+    if isinstance(error, CodeAlreadyUsed):
+        nothing = _("Nothing was changed.")
+        return f"{CODE_ALREADY_USED} {nothing}"
     if isinstance(error, (CodeInvalid, AttemptsExceeded)):
         return _("The code is wrong. Nothing was changed.")
     if isinstance(error, PasskeyInvalid):

@@ -45,6 +45,11 @@ ROUTE_WITHDRAW: Final[Mapping[str, Promise]] = {
     "NOT_FOUND": _("This adapter has no route from that sender."),
 }
 
+# An authenticator app's code that passed before (CODE_ALREADY_USED), on every page that takes one.
+CODE_ALREADY_USED: Final = _(
+    "This code was already used. Wait for the next code your authenticator app shows."
+)
+
 # A code no table names yet still reads as a sentence, and says which code it was.
 UNKNOWN = _("This cannot be done right now (%(code)s).")
 

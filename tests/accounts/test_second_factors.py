@@ -253,7 +253,7 @@ def test_a_code_that_passed_once_does_not_pass_again_in_its_window(grace, clock)
     for seconds in (0, 10, 25):  # the same step, and within the window after it
         clock.shift(timedelta(seconds=seconds))
         replay = confirm(password_step(), code)
-        assert outcome(replay) == (400, "CODE_INVALID"), seconds
+        assert outcome(replay) == (400, "CODE_ALREADY_USED"), seconds
 
 
 def test_a_code_older_than_one_that_passed_is_refused(grace, clock):
@@ -263,7 +263,7 @@ def test_a_code_older_than_one_that_passed_is_refused(grace, clock):
     older, newer = totp.at(time.time() - 30), totp.now()
     assert confirm(password_step(), newer).status_code == 200
 
-    assert outcome(confirm(password_step(), older)) == (400, "CODE_INVALID")
+    assert outcome(confirm(password_step(), older)) == (400, "CODE_ALREADY_USED")
 
 
 def test_codes_of_the_steps_around_now_pass_and_further_ones_do_not(grace, clock):

@@ -777,6 +777,34 @@ def test_refresh_names_every_way_a_refresh_token_is_refused(client):
     assert "The refresh token cannot be read" in refresh["responses"]["401"]["description"]
 
 
+# The operations that check an authenticator app's code: a sign-in's second step, turning the app
+# on, and every proof of the owner (its ``token``).
+TAKE_AN_APP_CODE = {
+    "login_two_factor_confirm",
+    "users_two_factor_totp_confirm",
+    "users_two_factor_disable",
+    "users_two_factor_totp",
+    "users_two_factor_recovery_codes",
+    "passkeys_delete",
+    "users_me_email",
+    "users_me_delete",
+}
+
+
+def test_an_app_code_used_before_is_declared_where_an_app_code_is_checked_and_only_there(client):
+    operations = operations_of(client.get("/api/schema/?format=json").json())
+
+    declaring = {
+        operation_id
+        for operation_id, (_, operation) in operations.items()
+        if "400" in operation["responses"] and "CODE_ALREADY_USED" in problem_codes(operation, 400)
+    }
+
+    assert declaring == TAKE_AN_APP_CODE
+    _, sign_in = operations["login_two_factor_confirm"]
+    assert problem_codes(sign_in, 400)["CODE_ALREADY_USED"] == frozenset({"attemptsRemaining"})
+
+
 def resolved(document: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     if "$ref" not in item:
         return item

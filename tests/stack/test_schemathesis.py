@@ -88,6 +88,7 @@ CONTRACT_REJECTIONS = {
     # A confirmation code or requestId the fuzzer cannot know (docs/users-api.md, section 2).
     "CODE_INVALID",
     "CODE_EXPIRED",
+    "CODE_ALREADY_USED",
     # Turning on two-factor sign-in needs a phone, which the fuzzer may just have removed with
     # PATCH /api/users/me (docs/users-api.md, section 4).
     "PHONE_REQUIRED",
