@@ -22,6 +22,7 @@ class AuditEvent(models.Model):
         PASSWORD_CHANGE_REQUIRED = "PASSWORD_CHANGE_REQUIRED", _("Password change required")
         TWO_FACTOR_ENABLED = "TWO_FACTOR_ENABLED", _("Two-factor sign-in enabled")
         TWO_FACTOR_DISABLED = "TWO_FACTOR_DISABLED", _("Two-factor sign-in disabled")
+        TWO_FACTOR_CHANGED = "TWO_FACTOR_CHANGED", _("Second factor replaced")
         PHONE_CHANGED = "PHONE_CHANGED", _("Phone changed")
         REFRESH_TOKEN_REUSED = "REFRESH_TOKEN_REUSED", _("Refresh token reused")
         SESSION_REVOKED = "SESSION_REVOKED", _("Session revoked")

@@ -180,12 +180,21 @@ def _turn_on(
         locked.code_factor = method
         was_on = factors_settle(locked)
         codes = recovery_codes_replace(user=locked)
-        audit(Kind.TWO_FACTOR_ENABLED, user=locked, request=request, method=method.value)
+        # One event for one act: a code factor replacing another changes the factor, it does
+        # not turn two-factor sign-in on a second time.
         if replaced_factor:
+            audit(
+                Kind.TWO_FACTOR_CHANGED,
+                user=locked,
+                request=request,
+                method=method.value,
+                replaced=replaced_factor,
+            )
             notice_send(
                 Notice.TWO_FACTOR_CHANGED, user=locked, request=request, method=method.value
             )
         else:
+            audit(Kind.TWO_FACTOR_ENABLED, user=locked, request=request, method=method.value)
             factor_change_tell(
                 user=locked, was_on=was_on, method=method.value, added=True, request=request
             )

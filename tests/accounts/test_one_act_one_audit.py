@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyotp
 import pytest
 from django.test import Client
 
 from accounts.models import AuditEvent, Session, User
+from tests.accounts.confirmations import start_enabling
 from tests.conftest import ApiClient
 from tests.factories import DEFAULT_PASSWORD
 
@@ -60,3 +62,34 @@ def test_ending_an_adapters_sessions_in_the_cabinet_is_audited_as_the_admin_does
 
     assert events("SESSION_REVOKED") == [("erp", "owner"), ("erp", admin_user.username)]
     assert not Session.objects.filter(user=adapter, revoked_at__isnull=True).exists()
+
+
+def test_switching_from_sms_codes_to_the_app_is_one_event_saying_the_factor_was_replaced(
+    clock: Any,
+) -> None:
+    pending = start_enabling("a")
+    assert pending.confirm(pending.code()).status_code == 200
+    person = User.objects.get(phone=pending.address)
+    started = pending.client.call("post", "/api/users/two-factor-authentication/totp").json()
+
+    switched = pending.client.call(
+        "post",
+        "/api/users/two-factor-authentication/totp/confirm",
+        {"requestId": started["requestId"], "token": pyotp.TOTP(started["secret"]).now()},
+    )
+
+    assert switched.status_code == 200, switched.json()
+    assert list(
+        AuditEvent.objects.filter(user=person)
+        .exclude(kind="SIGN_IN")
+        .order_by("pk")
+        .values_list("kind", "details")
+    ) == [
+        ("TWO_FACTOR_ENABLED", {"method": "SMS"}),
+        ("TWO_FACTOR_CHANGED", {"method": "TOTP", "replaced": "SMS"}),
+    ]
+    browser = Client()
+    browser.force_login(person)
+    page = browser.get("/settings/security").content.decode()
+    assert page.count("Two-factor sign-in enabled") == 1
+    assert page.count("Second factor replaced") == 1
