@@ -3,17 +3,19 @@ with theirs."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import uuid
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Session, User
 from accounts.session_rules import live_sessions
 from exchange import queries, queue_queries
-from exchange.models import DeadLetter, Message, Route
+from exchange.models import DeadLetter, Message, Publication, Route
 from platform_site.database import prepared_cursor
 
 
@@ -131,15 +133,23 @@ class AdapterSummary:
 
 def adapters_for_owner(*, owner: User) -> list[AdapterSummary]:
     """``owner``'s adapters with their queue figures, in a fixed number of queries."""
+    return _summaries(User.objects.filter(owner=owner, kind=User.Kind.ADAPTER))
+
+
+def adapter_summary(*, adapter: User) -> AdapterSummary:
+    """One adapter's figures, as adapters_for_owner gives each (the adapter's own page)."""
+    [summary] = _summaries(User.objects.filter(pk=adapter.pk))
+    return summary
+
+
+def _summaries(adapters_found: QuerySet[User]) -> list[AdapterSummary]:
     now = timezone.now()
     adapters = list(
-        User.objects.filter(owner=owner, kind=User.Kind.ADAPTER)
-        .annotate(
+        adapters_found.annotate(
             active_sessions=Count(
                 "sessions", filter=Q(sessions__in=Session.objects.filter(live_sessions(now)))
             )
-        )
-        .order_by("username")
+        ).order_by("username")
     )
     ids = [adapter.pk for adapter in adapters]
     stats = queue_stats(recipient_ids=ids)
@@ -160,3 +170,33 @@ def adapters_for_owner(*, owner: User) -> list[AdapterSummary]:
         )
         for adapter in adapters
     ]
+
+
+def route_recipients(*, sender: User) -> list[RouteSender]:
+    """The adapters of other owners whose routes let ``sender`` send to them, by login (a
+    RouteSender each: the other end of a route, named as the cabinet names adapters)."""
+    routes = (
+        Route.objects.filter(sender=sender)
+        .values_list("recipient_id", "recipient__username", "recipient__display_name")
+        .order_by("recipient__username")
+    )
+    return [RouteSender(*route) for route in routes]
+
+
+def payloads_of(messages: Iterable[Message | DeadLetter]) -> dict[uuid.UUID, Any]:
+    """The payload of each message by its messageId: a topic's copy in the queue has none of its
+    own, and is given its publication's (one query for all of them)."""
+    shown = list(messages)
+    payloads = {message.message_id: message.payload for message in shown}
+    copies: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for message in shown:
+        if message.payload is None and message.publication_id is not None:
+            copies.setdefault(message.publication_id, []).append(message.message_id)
+    if copies:
+        published = Publication.objects.filter(publication_id__in=list(copies)).values_list(
+            "publication_id", "payload"
+        )
+        for publication_id, payload in published:
+            for message_id in copies[publication_id]:
+                payloads[message_id] = payload
+    return payloads

@@ -17,13 +17,13 @@ from accounts.errors import AdapterNotFound, LoginTaken
 from accounts.services.adapters import (
     DISPLAY_NAME_MAX_LENGTH,
     adapter_create,
-    adapter_delete,
     adapter_for_owner,
     adapter_password_rotate,
     adapter_update,
 )
 from exchange.errors import RouteNotNeeded, RouteSenderNotFound
 from exchange.selectors import AdapterSummary, adapters_for_owner
+from exchange.services.adapters import adapter_remove
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_grant, route_withdraw
 from platform_site.errors import NotFound
@@ -221,9 +221,7 @@ class AdapterApi(CabinetApi):
     )
     def delete(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
         adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
-        # Its waiting messages first, in batches; then the account (accounts knows no queue).
-        queue_purge(adapter=adapter, actor=request.user)
-        adapter_delete(adapter=adapter)
+        adapter_remove(adapter=adapter, actor=request.user)
         return Response({})
 
 

@@ -21,7 +21,7 @@ from accounts.errors import LoginTaken
 from accounts.models import User
 from accounts.services.accounts import account_sessions_revoke, account_set_active
 from accounts.services.adapters import adapter_create, adapter_for_owner, adapter_password_rotate
-from accounts.web.flows import field_errors
+from accounts.web.flows import cabinet_user, field_errors
 from accounts.web.forms import AdapterCreateForm
 from accounts.web.sentences import ROUTE_WITHDRAW, error_sentence
 from exchange.selectors import (
@@ -34,6 +34,7 @@ from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_withdraw
 from exchange.services.sending import message_send
+from exchange.web.adapter_scope import back_of, return_to
 from exchange.web.route_forms import RouteGrantForm, route_form
 from exchange.web.topic_cards import TopicFormsTyped, topics_section
 from exchange.web.webhook_cards import SHOWN_ONCE, WebhookForm, webhook_cards
@@ -41,12 +42,6 @@ from platform_site.errors import ApplicationError, ValidationFailed
 
 RECENT = 20
 CREDENTIALS_KEY = "adapter_credentials"  # shown once, on the next page view
-
-
-def _owner(request: HttpRequest) -> User:
-    user = request.user
-    assert isinstance(user, User)  # noqa: S101 (login_required ran first)
-    return user
 
 
 def bus_render(
@@ -59,13 +54,11 @@ def bus_render(
     """/bus, with a form sent back with its errors: the new adapter's, an adapter's webhook
     URL (``webhook_forms``, by adapter), a topic's (``topic_forms``), or an adapter's route
     (``route_forms``, by adapter)."""
-    owner = _owner(request)
+    owner = cabinet_user(request)
     summaries = adapters_for_owner(owner=owner)
     ids = [summary.adapter.pk for summary in summaries]
     webhooks = webhook_cards(ids, webhook_forms)
-    # Popped: the password, or the webhook's secret, is on this one page view and nowhere else.
-    credentials = request.session.pop(CREDENTIALS_KEY, None)
-    webhook_secret = request.session.pop(SHOWN_ONCE, None)
+    secrets = shown_once(request)
     response = render(
         request,
         "cabinet/bus.html",
@@ -79,8 +72,7 @@ def bus_render(
                 for summary in summaries
             ],
             "create_form": create_form or AdapterCreateForm(),
-            "credentials": credentials,
-            "webhook_secret": webhook_secret,
+            **secrets,
             "recent": messages_recent(recipient_ids=ids, limit=RECENT),
             "queue_limit": settings.EXCHANGE_MAX_QUEUE_DEPTH,
             "dead_letters": dead_letters_recent(recipient_ids=ids, limit=RECENT),
@@ -89,7 +81,20 @@ def bus_render(
             ),
         },
     )
-    if credentials or webhook_secret:
+    return kept_from_caches(response, secrets)
+
+
+def shown_once(request: HttpRequest) -> dict[str, Any]:
+    """A new password (``credentials``) or webhook secret (``webhook_secret``) to show: popped,
+    it is on this one page view and nowhere else."""
+    return {
+        "credentials": request.session.pop(CREDENTIALS_KEY, None),
+        "webhook_secret": request.session.pop(SHOWN_ONCE, None),
+    }
+
+
+def kept_from_caches(response: HttpResponse, secrets: Mapping[str, Any]) -> HttpResponse:
+    if any(secrets.values()):
         response["Cache-Control"] = "no-store"  # no copy of the secret in any cache
     return response
 
@@ -108,7 +113,7 @@ def adapter_create_page(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         try:
             credentials = adapter_create(
-                owner=_owner(request), login=form.cleaned_data["login"] or None
+                owner=cabinet_user(request), login=form.cleaned_data["login"] or None
             )
         except ValidationFailed as error:
             field_errors(form, error)
@@ -132,13 +137,13 @@ def _sender(request: HttpRequest) -> int | None:
 
 
 def _adapter_action(request: HttpRequest, adapter_id: int, act: Any) -> HttpResponse:
-    owner = _owner(request)
+    owner = cabinet_user(request)
     try:
         adapter = adapter_for_owner(owner=owner, adapter_id=adapter_id)
         act(owner, adapter)
     except ApplicationError as error:
         messages.error(request, error_sentence(error))
-    return redirect("/bus")
+    return redirect(return_to(request))
 
 
 # What a production adapter cannot shrug off: /bus links to a page that asks first (as the
@@ -222,7 +227,7 @@ def adapter_action_page(request: HttpRequest, adapter_id: int, action: str) -> H
     act = ACTIONS.get(action)
     if act is None:
         messages.error(request, _("Unknown action."))
-        return redirect("/bus")
+        return redirect(return_to(request))
     return _adapter_action(request, adapter_id, functools.partial(act, request))
 
 
@@ -230,17 +235,21 @@ def _adapter_action_confirm(request: HttpRequest, adapter_id: int, action: str) 
     if action not in CONFIRMED_ACTIONS:
         return HttpResponseNotAllowed(["POST"])
     try:
-        adapter = adapter_for_owner(owner=_owner(request), adapter_id=adapter_id)
+        adapter = adapter_for_owner(owner=cabinet_user(request), adapter_id=adapter_id)
     except ApplicationError as error:
         messages.error(request, error_sentence(error))
         return redirect("/bus")
-    return render(request, "cabinet/adapter_confirm.html", {"adapter": adapter, "action": action})
+    return render(
+        request,
+        "cabinet/adapter_confirm.html",
+        {"adapter": adapter, "action": action, "back": back_of(request)},
+    )
 
 
 @login_required(login_url="/login")
 def adapter_purge_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
     """A purge deletes what cannot be brought back: the page asks first, the POST purges."""
-    owner = _owner(request)
+    owner = cabinet_user(request)
     try:
         adapter = adapter_for_owner(owner=owner, adapter_id=adapter_id)
     except ApplicationError as error:
@@ -257,9 +266,13 @@ def adapter_purge_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
             )
             % {"count": purged, "login": adapter.username},
         )
-        return redirect("/bus")
+        return redirect(return_to(request))
     queue = queue_stats(recipient_ids=[adapter.pk])[adapter.pk]
-    return render(request, "cabinet/purge.html", {"adapter": adapter, "queue": queue})
+    return render(
+        request,
+        "cabinet/purge.html",
+        {"adapter": adapter, "queue": queue, "back": back_of(request)},
+    )
 
 
 @login_required(login_url="/login")
@@ -271,7 +284,7 @@ def redrive_page(request: HttpRequest) -> HttpResponse:
             ids.append(uuid.UUID(value))
         except ValueError:
             continue
-    revived = dead_letters_redrive(owner=_owner(request), message_ids=ids)
+    revived = dead_letters_redrive(owner=cabinet_user(request), message_ids=ids)
     messages.success(
         request,
         ngettext(
@@ -281,4 +294,4 @@ def redrive_page(request: HttpRequest) -> HttpResponse:
         )
         % {"count": len(revived)},
     )
-    return redirect("/bus")
+    return redirect(return_to(request))

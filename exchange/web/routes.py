@@ -1,6 +1,6 @@
-"""Granting a route from an adapter's card on /bus: the sender by its login, through the service
-the JSON API uses (exchange/services/routes.py). A login it refuses stays typed in the form, with
-the reason under the field."""
+"""Granting a route from an adapter's card on /bus or from its own page: the sender by its login,
+through the service the JSON API uses (exchange/services/routes.py). A login it refuses stays
+typed in the form, with the reason under the field."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from accounts.services.adapters import adapter_for_owner
 from accounts.web.flows import cabinet_user
 from accounts.web.sentences import ROUTE_GRANT, error_sentence
 from exchange.services.routes import route_grant
-from exchange.web.bus import bus_render
+from exchange.web.adapter_page import page_again
+from exchange.web.adapter_scope import return_to
 from exchange.web.route_forms import route_form
 from platform_site.errors import ApplicationError
 
@@ -43,5 +44,5 @@ def route_grant_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
                 _("%(sender)s may now send to %(login)s.")
                 % {"sender": route.sender.username, "login": adapter.username},
             )
-            return redirect("/bus")
-    return bus_render(request, route_forms={adapter.pk: form})
+            return redirect(return_to(request))
+    return page_again(request, adapter, route_typed=form)

@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.models import User
 from accounts.web.sentences import ADAPTER_ACTIONS
 from exchange.api.topics import MAX_TYPES
-from exchange.models import Topic
+from exchange.models import Subscription, Topic
 from exchange.services.topics import TopicView, topics_described, topics_visible
 
 TOPIC_NAME_LENGTH = Topic._meta.get_field("name").max_length or 100
@@ -224,3 +224,29 @@ def topics_section(
         cards.append(TopicCard(view, card_forms, subscribable))
     create = typed.create if typed.create is not None else topic_create_form()
     return TopicsSection(create, cards)
+
+
+@dataclass(frozen=True)
+class AdapterTopic:
+    """A topic on one adapter's page: the adapter's subscription to it, if any, and whether the
+    topic's owner (another) granted it publishing or allowed it to subscribe."""
+
+    view: TopicView
+    subscription: Subscription | None
+    publishing_granted: bool
+    subscribing_allowed: bool
+
+
+def adapter_topics(viewer: User, adapter: User) -> list[AdapterTopic]:
+    """The topics where ``adapter`` (``viewer``'s) has a subscription or a grant, by name."""
+    views = topics_described(
+        viewer=viewer, topics=list(topics_visible(viewer).order_by("name", "pk"))
+    )
+    shown = []
+    for view in views:
+        subscription = next((s for s in view.subscriptions if s.adapter_id == adapter.pk), None)
+        granted = not view.own and adapter in view.publishers
+        allowed = not view.own and adapter in view.subscribers
+        if subscription is not None or granted or allowed:
+            shown.append(AdapterTopic(view, subscription, granted, allowed))
+    return shown

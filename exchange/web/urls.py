@@ -1,14 +1,32 @@
-"""The cabinet's /bus pages: an owner's adapters, their queues, routes, webhooks, dead letters,
-and topics; and the profile page's export of the person's data."""
+"""The cabinet's /bus pages: an owner's adapters, each with a page of its own, their queues,
+routes, webhooks, dead letters, and topics; and the profile page's export of the person's
+data."""
 
 from django.urls import path
 
-from exchange.web import bus, export, routes, topics, webhooks
+from exchange.web import adapter_page, bus, export, routes, topics, webhooks
 
 urlpatterns = [
     path("bus", bus.bus_page, name="bus"),
     path("settings/profile/export", export.export_page, name="profile-export"),
     path("bus/adapters", bus.adapter_create_page, name="adapter-create"),
+    path("bus/adapters/<int:adapter_id>", adapter_page.adapter_page, name="adapter"),
+    path("bus/adapters/<int:adapter_id>/name", adapter_page.adapter_name_page, name="adapter-name"),
+    path(
+        "bus/adapters/<int:adapter_id>/message",
+        adapter_page.adapter_message_page,
+        name="adapter-message",
+    ),
+    path(
+        "bus/adapters/<int:adapter_id>/dead-letters/discard",
+        adapter_page.dead_letters_discard_page,
+        name="dead-letters-discard",
+    ),
+    path(
+        "bus/adapters/<int:adapter_id>/delete",
+        adapter_page.adapter_delete_page,
+        name="adapter-delete",
+    ),
     path("bus/adapters/<int:adapter_id>/purge", bus.adapter_purge_page, name="adapter-purge"),
     path("bus/adapters/<int:adapter_id>/webhook", webhooks.webhook_url_page, name="webhook"),
     path(

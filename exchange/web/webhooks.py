@@ -15,10 +15,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.errors import AdapterNotFound
 from accounts.models import User
-from accounts.services.adapters import adapter_for_owner
-from accounts.web.flows import cabinet_user
 from accounts.web.sentences import error_sentence
 from exchange.errors import WebhookNotFound
 from exchange.services.webhooks import (
@@ -28,7 +25,8 @@ from exchange.services.webhooks import (
     webhook_secret_rotate,
     webhook_test_send,
 )
-from exchange.web.bus import bus_render
+from exchange.web.adapter_page import page_again
+from exchange.web.adapter_scope import adapter_mine, back_of, return_to
 from exchange.web.webhook_cards import (
     SHOWN_ONCE,
     WEBHOOK_ACTIONS,
@@ -37,13 +35,6 @@ from exchange.web.webhook_cards import (
 )
 from platform_site.errors import ApplicationError, ValidationFailed
 from platform_site.timestamps import utc_display
-
-
-def _mine(request: HttpRequest, adapter_id: int) -> User:
-    try:
-        return adapter_for_owner(owner=cabinet_user(request), adapter_id=adapter_id)
-    except AdapterNotFound:
-        raise Http404 from None
 
 
 def _secret_shown_once(
@@ -61,7 +52,7 @@ def _secret_shown_once(
 def webhook_url_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
     """Set up the adapter's webhook (turned on; its secret is shown once), or point it to another
     URL (on or off as it was). A URL the service refuses is told under the field, still typed."""
-    adapter = _mine(request, adapter_id)
+    adapter = adapter_mine(request, adapter_id)
     form = webhook_form(adapter.pk, request.POST)
     if form.is_valid():
         url = form.cleaned_data["url"]
@@ -73,7 +64,7 @@ def webhook_url_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
                     form.add_error("url" if name == "url" else None, url_problem_sentence(problem))
         except ApplicationError as error:
             messages.error(request, error_sentence(error, WEBHOOK_ACTIONS))
-            return redirect("/bus")
+            return redirect(return_to(request))
         else:
             if done.secret is not None:
                 _secret_shown_once(request, adapter, done.secret)
@@ -88,8 +79,8 @@ def webhook_url_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
                     _("The webhook of %(login)s now points to %(url)s.")
                     % {"login": adapter.username, "url": url},
                 )
-            return redirect("/bus")
-    return bus_render(request, webhook_forms={adapter.pk: form})
+            return redirect(return_to(request))
+    return page_again(request, adapter, webhook_typed=form)
 
 
 def _switch(request: HttpRequest, adapter: User, *, enabled: bool) -> None:
@@ -147,14 +138,14 @@ def webhook_action_page(request: HttpRequest, adapter_id: int, action: str) -> H
     act = ACTIONS.get(action)
     if act is None:
         raise Http404
-    adapter = _mine(request, adapter_id)
+    adapter = adapter_mine(request, adapter_id)
     if request.method == "GET":
         return _delete_confirm(request, adapter, action)
     try:
         act(request, adapter)
     except ApplicationError as error:
         messages.error(request, error_sentence(error, WEBHOOK_ACTIONS))
-    return redirect("/bus")
+    return redirect(return_to(request))
 
 
 def _delete_confirm(request: HttpRequest, adapter: User, action: str) -> HttpResponse:
@@ -165,5 +156,9 @@ def _delete_confirm(request: HttpRequest, adapter: User, action: str) -> HttpRes
         webhook = webhook_get(adapter=adapter)
     except WebhookNotFound as error:
         messages.error(request, error_sentence(error, WEBHOOK_ACTIONS))
-        return redirect("/bus")
-    return render(request, "cabinet/webhook_delete.html", {"adapter": adapter, "webhook": webhook})
+        return redirect(return_to(request))
+    return render(
+        request,
+        "cabinet/webhook_delete.html",
+        {"adapter": adapter, "webhook": webhook, "back": back_of(request)},
+    )
