@@ -18,6 +18,10 @@ class AuditEvent(models.Model):
         REGISTERED = "REGISTERED", _("Registered")
         EMAIL_CONFIRMED = "EMAIL_CONFIRMED", _("E-mail confirmed")
         PASSWORD_CHANGED = "PASSWORD_CHANGED", _("Password changed")
+        PASSWORD_CHANGE_FAILED = (
+            "PASSWORD_CHANGE_FAILED",
+            _("Password change refused: wrong current password"),
+        )
         PASSWORD_RESET = "PASSWORD_RESET", _("Password reset")
         PASSWORD_CHANGE_REQUIRED = "PASSWORD_CHANGE_REQUIRED", _("Password change required")
         TWO_FACTOR_ENABLED = "TWO_FACTOR_ENABLED", _("Two-factor sign-in enabled")

@@ -74,7 +74,11 @@ def password_change(
     """
     try:
         credentials_check(
-            kind="username", identifier=user.username, password=current_password, request=request
+            kind="username",
+            identifier=user.username,
+            password=current_password,
+            request=request,
+            failure=Kind.PASSWORD_CHANGE_FAILED,
         )
     except BadCredentials:
         raise ValidationFailed({"currentPassword": [str(CURRENT_PASSWORD_WRONG)]}) from None

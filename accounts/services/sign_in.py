@@ -61,12 +61,18 @@ def presented_token_id(*, user: User | None, request: HttpRequest | None) -> str
 
 
 def credentials_check(
-    *, kind: IdentifierKind, identifier: str, password: str, request: HttpRequest | None
+    *,
+    kind: IdentifierKind,
+    identifier: str,
+    password: str,
+    request: HttpRequest | None,
+    failure: Kind = Kind.SIGN_IN_FAILED,
 ) -> User:
     """The user whose password this is, or AccountLocked / BadCredentials.
 
     Unknown identifiers cost the same password hashing and count toward a lock the same way, so
-    neither the answer nor its timing tells whether an account exists.
+    neither the answer nor its timing tells whether an account exists. A wrong password is
+    audited as ``failure``: what the password was typed for.
     """
     user = user_for_identifier(kind=kind, identifier=identifier)
     # A client that proves an earlier sign-in to this account counts on its own gate: a stranger's
@@ -106,7 +112,12 @@ def credentials_check(
         raise AccountLocked(locked_until=locked_until, device_token=token_id is not None)
     if user is None or gate.failures:
         raise _failure_recorded(
-            gate, user=user, request=request, identifier=identifier, counter=counter
+            gate,
+            user=user,
+            request=request,
+            identifier=identifier,
+            counter=counter,
+            failure=failure,
         )
     return user
 
@@ -146,12 +157,18 @@ def _gate_lock(
 
 
 def _failure_recorded(
-    gate: Gate, *, user: User | None, request: HttpRequest | None, identifier: str, counter: str
+    gate: Gate,
+    *,
+    user: User | None,
+    request: HttpRequest | None,
+    identifier: str,
+    counter: str,
+    failure: Kind,
 ) -> BadCredentials:
     """A refused password counted, audited and given to django-axes: the error to raise."""
     metrics.sign_ins.labels("bad_credentials").inc()
     audit(
-        Kind.SIGN_IN_FAILED,
+        failure,
         user=user,
         request=request,
         identifier=identifier,
