@@ -12,6 +12,8 @@ tests/exchange/test_messages_api.py through the API (receive, redelivery, dead l
 nack, lease), tests/exchange/test_long_poll.py with parallel consumers.
 """
 
+from exchange.traffic_queries import counted
+
 # Claim up to %(max)s messages for one consumer instance. A message this instance already holds
 # (received, not acknowledged) comes back in queue order even inside its lease: a consumer whose
 # ACK failed gets it on its very next receive, not after the lease (docs/exchange.md, "Receiving
@@ -122,9 +124,12 @@ claimed AS (
       AND m.receive_count < %(max_deliveries)s
     RETURNING m.seq, m.message_id, m.receive_count, """
 _CLAIM_TAIL = """ AS json
+),"""
+_CLAIM_COUNTED = counted(
+    "SELECT %(recipient)s::bigint, 'received', count(*) FROM claimed",
+    "SELECT %(recipient)s::bigint, 'dead_lettered', count(*) FROM dead",
 )
-"""
-_CLAIM = _CLAIM_HEAD + _DELIVERY_JSON + _CLAIM_TAIL
+_CLAIM = _CLAIM_HEAD + _DELIVERY_JSON + _CLAIM_TAIL + _CLAIM_COUNTED + "\n"
 
 # While the device's push stream is open (exchange_stream), or the recipient's webhook is enabled
 # (exchange_webhook: its messages are pushed), a receive claims nothing and its last row is
@@ -202,13 +207,19 @@ FROM fence, held
 STREAM_RECEIVE = _STREAM_PICKED + _CLAIM + _STREAM_ANSWER
 
 # Claimed messages a stream does not deliver after all (its session ended as they were claimed):
-# back in the queue at once, with the delivery they did not get uncounted.
+# back in the queue at once, with the delivery they did not get uncounted (in the traffic too).
 STREAM_GIVE_BACK = """
-UPDATE exchange_message
-SET visible_at = statement_timestamp(), lease_token = NULL, leased_by = NULL,
-    receive_count = receive_count - 1
-WHERE recipient_id = %(recipient)s AND leased_by = %(device)s
-  AND message_id = ANY(string_to_array(%(ids)s, ',')::uuid[])
+WITH given AS (
+    UPDATE exchange_message
+    SET visible_at = statement_timestamp(), lease_token = NULL, leased_by = NULL,
+        receive_count = receive_count - 1
+    WHERE recipient_id = %(recipient)s AND leased_by = %(device)s
+      AND message_id = ANY(string_to_array(%(ids)s, ',')::uuid[])
+    RETURNING 1
+),"""
+STREAM_GIVE_BACK += counted("SELECT %(recipient)s::bigint, 'received', -count(*) FROM given")
+STREAM_GIVE_BACK += """
+SELECT count(*) FROM given
 """
 
 # A stream opens: it takes the device's row over (the stream that had it ends: REPLACED) and the
@@ -273,7 +284,9 @@ settled AS (
     SELECT pg_notify('exchange_message', 's' || %(recipient)s || ':' || leased_by)
     FROM (SELECT DISTINCT leased_by FROM acked WHERE leased_by IS NOT NULL) AS holders
     WHERE EXISTS (SELECT 1 FROM exchange_stream WHERE recipient_id = %(recipient)s)
-)
+),"""
+ACK += counted("SELECT %(recipient)s::bigint, 'acked', count(*) FROM acked")
+ACK += """
 SELECT message_id::text FROM logged
 UNION ALL
 SELECT NULL FROM settled
@@ -378,7 +391,12 @@ queued AS (
 woken AS (
     SELECT pg_notify('exchange_message', recipient_id::text)
     FROM (SELECT DISTINCT recipient_id FROM queued) AS recipients
+),"""
+SEND += counted(
+    "SELECT %(sender)s::bigint, 'sent', count(*) FROM queued",
+    "SELECT recipient_id, 'queued', count(*) FROM queued GROUP BY recipient_id",
 )
+SEND += """
 SELECT key FROM claimed
 UNION ALL
 SELECT NULL FROM woken

@@ -5,6 +5,8 @@ tests/exchange/test_messages_api.py pins the figures and the redrive through the
 tests/exchange/test_bounded_queues.py the depth, purge and trim statements.
 """
 
+from exchange.traffic_queries import counted
+
 # Queue figures per recipient. The oldest message is the first in the queue index, so its age
 # costs one index probe rather than a scan of enqueued_at (pgmq#170).
 STATS = """
@@ -39,15 +41,20 @@ WITH revived AS (
     WHERE recipient_id = ANY(%(recipients)s) AND message_id = ANY(%(ids)s)
     RETURNING message_id, recipient_id, sender_id, type, payload, headers, topic_id,
               publication_id, enqueued_at
-)
-INSERT INTO exchange_message (
-    message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
-    enqueued_at, visible_at, receive_count
-)
-SELECT message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
-       enqueued_at, statement_timestamp(), 0
-FROM revived
-RETURNING message_id, recipient_id
+),
+requeued AS (
+    INSERT INTO exchange_message (
+        message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
+        enqueued_at, visible_at, receive_count
+    )
+    SELECT message_id, recipient_id, sender_id, type, payload, headers, topic_id,
+           publication_id, enqueued_at, statement_timestamp(), 0
+    FROM revived
+    RETURNING message_id, recipient_id
+),"""
+REDRIVE += counted("SELECT recipient_id, 'queued', count(*) FROM requeued GROUP BY recipient_id")
+REDRIVE += """
+SELECT message_id, recipient_id FROM requeued
 """
 
 # Bounded queues (exchange/services/queues.py). The depth of each recipient's queue, counted no
@@ -65,13 +72,19 @@ FROM unnest(%(recipients)s::bigint[]) AS recipient
 # One batch of a purge: the recipient's messages, leased or not. A row that a receive or an ACK
 # holds at this instant is skipped: it is being delivered or acknowledged.
 PURGE = """
-DELETE FROM exchange_message
-WHERE message_id IN (
-    SELECT message_id FROM exchange_message
-    WHERE recipient_id = %(recipient)s
-    LIMIT %(batch)s
-    FOR UPDATE SKIP LOCKED
-)
+WITH purged AS (
+    DELETE FROM exchange_message
+    WHERE message_id IN (
+        SELECT message_id FROM exchange_message
+        WHERE recipient_id = %(recipient)s
+        LIMIT %(batch)s
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING 1
+),"""
+PURGE += counted("SELECT %(recipient)s::bigint, 'dropped', count(*) FROM purged")
+PURGE += """
+SELECT 1 FROM purged
 """
 
 # One batch of messages enqueued before the cutoff and not leased now, to the dead letters as
@@ -88,18 +101,25 @@ WITH expired AS (
         FOR UPDATE SKIP LOCKED
     )
     RETURNING m.*
-)
-INSERT INTO exchange_deadletter (
-    message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
-    enqueued_at, first_received_at, receive_count, dead_at, reason, last_device
-)
-SELECT message_id, recipient_id, sender_id, type,
+),
+buried AS (
+    INSERT INTO exchange_deadletter (
+        message_id, recipient_id, sender_id, type, payload, headers, topic_id, publication_id,
+        enqueued_at, first_received_at, receive_count, dead_at, reason, last_device
+    )
+    SELECT message_id, recipient_id, sender_id, type,
            coalesce(payload, (SELECT p.payload FROM exchange_publication p
                               WHERE p.publication_id = expired.publication_id)),
            headers,
-       topic_id, publication_id, enqueued_at, first_received_at, receive_count,
-       statement_timestamp(), 'EXPIRED', leased_by
-FROM expired
+           topic_id, publication_id, enqueued_at, first_received_at, receive_count,
+           statement_timestamp(), 'EXPIRED', leased_by
+    FROM expired
+),"""
+EXPIRE += counted(
+    "SELECT recipient_id, 'dead_lettered', count(*) FROM expired GROUP BY recipient_id"
+)
+EXPIRE += """
+SELECT 1 FROM expired
 """
 
 # One batch of dead letters older than the cutoff, dropped (exchange_dead_age_idx).

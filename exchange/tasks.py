@@ -10,6 +10,7 @@ from django.utils import timezone
 from exchange.models import IdempotencyKey
 from exchange.services.history import delivery_log_partitions_maintain
 from exchange.services.queues import IDEMPOTENCY_KEY_HOURS, queues_trim
+from exchange.services.traffic import traffic_compact
 from exchange.services.webhooks import webhook_attempts_expire
 
 
@@ -41,3 +42,10 @@ def queues_trim_task() -> dict[str, int]:
 def webhook_attempts_expire_task() -> int:
     """Forget webhook attempts older than EXCHANGE_WEBHOOK_LOG_DAYS."""
     return webhook_attempts_expire()
+
+
+@shared_task(name="exchange.traffic_compact")
+def traffic_compact_task() -> dict[str, int]:
+    """Traffic's old minutes to their hours, and its old hours dropped."""
+    compacted = traffic_compact()
+    return {"minutes": compacted.minutes, "hours": compacted.hours}

@@ -1,6 +1,8 @@
 """The SQL of publishing to a topic (exchange/services/publishing.py; docs/exchange.md,
 "Topics"). The remark of exchange/queries.py on statement_timestamp() holds here too."""
 
+from exchange.traffic_queries import counted
+
 # Whether adapter %(sender)s (of owner %(owner)s) may publish to topic %(topic)s: no row when it
 # may not (or the topic does not exist: the same answer), else the topic's subscriptions, one row
 # each, or a single row of NULLs when it has none.
@@ -66,7 +68,14 @@ copies AS (
 woken AS (
     SELECT pg_notify('exchange_message', recipient_id::text)
     FROM (SELECT DISTINCT recipient_id FROM copies) AS recipients
+),"""
+# A publication is sent once by its publisher, however many copies it queues.
+PUBLISH += counted(
+    "SELECT %(sender)s::bigint, 'sent', count(*) FROM kept",
+    "SELECT %(sender)s::bigint, 'refused', sum(refused) FROM kept",
+    "SELECT recipient_id, 'queued', count(*) FROM copies GROUP BY recipient_id",
 )
+PUBLISH += """
 SELECT key FROM claimed
 UNION ALL
 SELECT NULL FROM woken

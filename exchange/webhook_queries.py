@@ -11,6 +11,7 @@ The remark of exchange/queries.py on statement_timestamp() holds here too.
 """
 
 from exchange.queries import delivery_json
+from exchange.traffic_queries import counted
 
 DELIVERER = "webhook"
 
@@ -67,7 +68,11 @@ claimed AS (
     RETURNING m.seq, m.recipient_id, m.message_id, m.lease_token, m.push_attempts, """
 CLAIM_MESSAGES += delivery_json(count="m.push_attempts")
 CLAIM_MESSAGES += """ AS json
+),"""
+CLAIM_MESSAGES += counted(
+    "SELECT recipient_id, 'received', count(*) FROM claimed GROUP BY recipient_id"
 )
+CLAIM_MESSAGES += """
 SELECT recipient_id, message_id::text, lease_token::text, push_attempts, json
 FROM claimed ORDER BY seq
 """
@@ -127,7 +132,12 @@ retried AS (
     FROM outcome o
     WHERE m.message_id = o.message_id AND m.lease_token = o.lease_token
       AND o.outcome <> 'delivered' AND o.delay >= 0
+),"""
+SETTLE += counted(
+    "SELECT recipient_id, 'acked', count(*) FROM acked GROUP BY recipient_id",
+    "SELECT recipient_id, 'dead_lettered', count(*) FROM dead GROUP BY recipient_id",
 )
+SETTLE += """
 INSERT INTO exchange_webhookattempt (
     adapter_id, message_id, attempt, at, status, outcome, latency_ms, error
 )

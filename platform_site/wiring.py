@@ -97,6 +97,7 @@ def spectacular_settings(version: str) -> dict[str, Any]:
             "SendBatchStatusEnum": "exchange.api.serializers.BATCH_STATUSES",
             "WebhookDisabledReasonEnum": "exchange.api.webhooks.DISABLED_REASONS",
             "WebhookOutcomeEnum": "exchange.api.webhooks.OUTCOMES",
+            "TrafficRangeEnum": "exchange.api.traffic.TRAFFIC_RANGES",
             # A code's way (registration, a reset...), and a second factor (sign-in's steps).
             "ConfirmMethodEnum": "accounts.api.serializers.CODE_METHODS",
             "TwoFactorMethodEnum": "accounts.api.serializers.FACTOR_METHODS",
@@ -133,6 +134,12 @@ def celery_beat_schedule(*, outbox_sweep_seconds: int) -> dict[str, dict[str, An
         },
         "webhook-attempts-expire": {
             "task": "exchange.webhook_attempts_expire",
+            "schedule": timedelta(hours=1),
+        },
+        # Traffic's minutes older than 48 hours to their hours; hours older than 90 days dropped.
+        # Late or missed runs lose nothing: the minutes are read where they are.
+        "traffic-compact": {
+            "task": "exchange.traffic_compact",
             "schedule": timedelta(hours=1),
         },
     }

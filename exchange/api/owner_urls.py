@@ -1,6 +1,6 @@
 from django.urls import path
 
-from exchange.api import export, owners, topics, webhooks
+from exchange.api import export, owners, topics, traffic, webhooks
 
 urlpatterns = [
     path("users/me/export", export.ExportApi.as_view()),
@@ -8,6 +8,7 @@ urlpatterns = [
     path("users/adapters/<int:adapter_id>", owners.AdapterApi.as_view()),
     path("users/adapters/<int:adapter_id>/password", owners.AdapterPasswordApi.as_view()),
     path("users/adapters/<int:adapter_id>/purge", owners.AdapterPurgeApi.as_view()),
+    path("users/adapters/<int:adapter_id>/traffic", traffic.AdapterTrafficApi.as_view()),
     path("users/adapters/<int:adapter_id>/routes", owners.AdapterRoutesApi.as_view()),
     path(
         "users/adapters/<int:adapter_id>/routes/<int:sender_id>", owners.AdapterRouteApi.as_view()

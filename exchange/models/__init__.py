@@ -1,5 +1,5 @@
 """The exchange's tables: messages and their history (messages.py), push delivery
-(pushing.py), topics (topics.py)."""
+(pushing.py), topics (topics.py), traffic over time (traffic.py)."""
 
 from exchange.models.messages import (
     SEQUENCE,
@@ -18,6 +18,7 @@ from exchange.models.topics import (
     TopicPublisher,
     TopicSubscriber,
 )
+from exchange.models.traffic import TrafficHour, TrafficMinute
 
 __all__ = [
     "SEQUENCE",
@@ -33,6 +34,8 @@ __all__ = [
     "Topic",
     "TopicPublisher",
     "TopicSubscriber",
+    "TrafficHour",
+    "TrafficMinute",
     "Webhook",
     "WebhookAttempt",
 ]

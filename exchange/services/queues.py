@@ -168,7 +168,9 @@ class Trimmed:
     publications: int
 
 
-def _in_batches(sql: str, params: dict[str, Any]) -> int:
+def in_batches(sql: str, params: dict[str, Any]) -> int:
+    """Run ``sql`` (a statement over at most %(batch)s rows, answering a row for each) until a
+    batch is not full, each batch in a transaction of its own; how many rows in all."""
     done = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -183,17 +185,17 @@ def queues_trim() -> Trimmed:
     """Messages past their retention to the dead letters (EXPIRED); old dead letters and
     publications no copy waits for dropped."""
     now = timezone.now()
-    expired = _in_batches(
+    expired = in_batches(
         queue_queries.EXPIRE,
         {"cutoff": now - timedelta(days=settings.EXCHANGE_MESSAGE_RETENTION_DAYS)},
     )
-    dropped = _in_batches(
+    dropped = in_batches(
         queue_queries.DEAD_LETTERS_DROP,
         {"cutoff": now - timedelta(days=settings.EXCHANGE_DEAD_LETTER_DAYS)},
     )
     # A publication is kept while a copy waits, and an hour longer than its Idempotency-Key,
     # whose replay answers with its figures (IDEMPOTENCY_KEY_HOURS).
-    publications = _in_batches(
+    publications = in_batches(
         queue_queries.PUBLICATIONS_DROP,
         {"cutoff": now - timedelta(hours=IDEMPOTENCY_KEY_HOURS + 1)},
     )

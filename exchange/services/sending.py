@@ -19,6 +19,7 @@ from exchange.errors import QueueFull, SendInterrupted, SendNotAllowed
 from exchange.selectors import recipients_reachable
 from exchange.services.batches import Batch
 from exchange.services.queues import queue_admit, queue_release
+from exchange.services.traffic import traffic_add
 from platform_site.database import prepared_cursor
 from platform_site.errors import ApplicationError
 
@@ -68,7 +69,7 @@ def messages_send(*, sender: User, messages: Sequence[Outgoing]) -> list[Sent | 
     An idempotency key replayed with the same message gives the first message's id
     (``duplicate``), also after it was delivered, and with a different message
     IdempotencyKeyReused. Within one call, a key's later messages have the outcome of its first.
-    Whatever the number of messages, a call costs at most five statements, none in a transaction
+    Whatever the number of messages, a call costs at most six statements, none in a transaction
     of its own making (tests/exchange/test_batch_send.py counts them).
     """
     sending = _Sending(sender, messages)
@@ -76,6 +77,7 @@ def messages_send(*, sender: User, messages: Sequence[Outgoing]) -> list[Sent | 
     sending.match_keys()
     sending.check_routes()
     sending.queue()
+    sending.count_refusals()
     return sending.outcomes()
 
 
@@ -131,6 +133,13 @@ class _Sending(Batch[Sent]):
                         del self.failed[position]
         for position in self.pending():
             self.failed[position] = SendInterrupted()
+
+    def count_refusals(self) -> None:
+        """The sends a full queue refused, in the sender's traffic: the one statement a call
+        with refusals costs more (what was queued is counted by the statement that queued it)."""
+        refused = sum(isinstance(error, QueueFull) for error in self.failed.values())
+        if refused:
+            traffic_add(adapter_id=self.sender.pk, counted="refused", n=refused)
 
     def _insert(self, positions: list[int]) -> set[int]:
         """Queue the messages at ``positions``; the recipients whose places some gave back

@@ -23,6 +23,7 @@ from accounts.services.notices import Notice, notice_send
 from exchange import queries
 from exchange.errors import WebhookDisabled, WebhookNotFound
 from exchange.models import Message, Webhook, WebhookAttempt
+from exchange.services.traffic import traffic_add
 from exchange.webhooks.signing import secret_new
 from exchange.webhooks.targets import url_problem
 from platform_site.errors import ValidationFailed
@@ -139,6 +140,7 @@ def webhook_test_send(*, adapter: User) -> Message:
         type=TEST_EVENT_TYPE,
         payload={"test": True, "sentAt": timezone.now().isoformat()},
     )
+    traffic_add(adapter_id=adapter.pk, counted="queued", n=1)
     with connection.cursor() as cursor:
         cursor.execute(queries.NOTIFY, {"recipients": [adapter.pk]})
     return message

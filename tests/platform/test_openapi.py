@@ -89,6 +89,7 @@ CONTRACT = {
     ("delete", "/api/users/adapters/{adapter_id}"): {200, 400, 401, 403, 404, 406, 429, 503},
     ("post", "/api/users/adapters/{adapter_id}/password"): {200, 400, 401, 403, 404, 406, 429, 503},
     ("post", "/api/users/adapters/{adapter_id}/purge"): {200, 400, 401, 403, 404, 406, 429, 503},
+    ("get", "/api/users/adapters/{adapter_id}/traffic"): {200, 400, 401, 403, 404, 406, 429, 503},
     ("post", "/api/users/adapters/{adapter_id}/routes"): {
         200,
         201,
@@ -546,6 +547,7 @@ OPERATION_TAGS = {
     "adapters_list": "adapters",
     "adapters_password_rotate": "adapters",
     "adapters_purge": "adapters",
+    "adapters_traffic": "adapters",
     "adapters_routes_grant": "adapters",
     "adapters_routes_withdraw": "adapters",
     "adapters_webhook_attempts": "webhooks",
@@ -615,6 +617,9 @@ OPERATION_TAGS = {
     "users_two_factor_totp_confirm": "two-factor",
 }
 COMPONENTS = {
+    "TrafficOutput",
+    "TrafficPointOutput",
+    "TrafficRangeEnum",
     "AccountDeleteInputRequest",
     "EmailChangeInputRequest",
     "ExportOutput",
