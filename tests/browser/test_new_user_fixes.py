@@ -30,3 +30,25 @@ def test_the_welcome_page_shows_the_names_and_the_phone_errors_on_the_first_subm
         "Enter a phone number in international format, such as +4915112345678."
     )
     expect(page.get_by_label("Mobile phone", exact=True)).to_have_value("12345")
+
+
+def test_one_click_on_a_language_switches_the_page_and_another_switches_back(
+    page: Page, live_server: Any, transactional_db: None
+) -> None:
+    person: User = UserFactory.create(email="grace@example.com", phone="+4915123456789")
+    sign_in(page, person.email, DEFAULT_PASSWORD)
+    page.goto("/settings/security")
+
+    page.get_by_role("button", name="Русский", exact=True).click()
+
+    expect(page).to_have_url(f"{live_server.url}/settings/security")
+    expect(page.locator("html")).to_have_attribute("lang", "ru")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Безопасность")
+    expect(page.get_by_role("button", name="Русский", exact=True)).to_have_attribute(
+        "aria-current", "true"
+    )
+
+    page.get_by_role("button", name="English", exact=True).click()
+
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Security")

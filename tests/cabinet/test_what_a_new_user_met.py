@@ -1,6 +1,7 @@
-"""What a new user met in the cabinet, each fixed with a test: the language
-switch names each language in itself, the queue limit has its thousands separated, the purge
-page's address ends where it should, and completing the profile mails nothing about the phone."""
+"""What a new user met in the cabinet, each fixed with a test: the language switch is one button
+per language, named in itself, the queue limit has its thousands separated, the purge page's
+address ends where it should, completing the profile mails nothing about the phone, and the
+welcome page shows every field's error at once."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ def text(response: object) -> str:
 def test_the_language_switch_names_each_language_in_itself(client, language):
     page = text(client.get("/login", HTTP_ACCEPT_LANGUAGE=language))
 
-    assert '<option value="en" lang="en"' in page
-    assert ">English</option>" in page
-    assert ">Русский</option>" in page
+    assert '<button type="submit" name="language" value="en" lang="en"' in page
+    assert ">English</button>" in page
+    assert ">Русский</button>" in page
     assert "Английский" not in page
 
 
