@@ -47,6 +47,7 @@ from exchange.web.adapter_scope import adapter_mine, adapter_path
 from exchange.web.bus import RECENT, bus_render, kept_from_caches, shown_once
 from exchange.web.route_forms import RouteGrantForm, route_form
 from exchange.web.topic_cards import adapter_topics
+from exchange.web.traffic import traffic_context
 from exchange.web.webhook_cards import WebhookForm, webhook_cards
 from platform_site.errors import ApplicationError, PayloadTooLarge, ValidationFailed
 
@@ -88,6 +89,7 @@ def adapter_render(
         "topics": adapter_topics(owner, adapter),
         "waiting": [(message, payloads[message.message_id]) for message in waiting],
         "dead_letters": [(letter, payloads[letter.message_id]) for letter in dead],
+        **traffic_context(request, adapter.pk, "traffic"),
         **secrets,
     }
     return kept_from_caches(render(request, "cabinet/adapter.html", context), secrets)

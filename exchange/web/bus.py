@@ -37,6 +37,7 @@ from exchange.services.sending import message_send
 from exchange.web.adapter_scope import back_of, return_to
 from exchange.web.route_forms import RouteGrantForm, route_form
 from exchange.web.topic_cards import TopicFormsTyped, topics_section
+from exchange.web.traffic import range_links, range_of, traffic_charts
 from exchange.web.webhook_cards import SHOWN_ONCE, WebhookForm, webhook_cards
 from platform_site.errors import ApplicationError, ValidationFailed
 
@@ -59,6 +60,10 @@ def bus_render(
     ids = [summary.adapter.pk for summary in summaries]
     webhooks = webhook_cards(ids, webhook_forms)
     secrets = shown_once(request)
+    chosen = range_of(request)
+    charts = {
+        pk: traffic_charts(adapter_id=pk, range_name=chosen, chart_id=f"traffic-{pk}") for pk in ids
+    }
     response = render(
         request,
         "cabinet/bus.html",
@@ -68,9 +73,11 @@ def bus_render(
                     summary,
                     webhooks[summary.adapter.pk],
                     (route_forms or {}).get(summary.adapter.pk) or route_form(summary.adapter.pk),
+                    charts[summary.adapter.pk],
                 )
                 for summary in summaries
             ],
+            "traffic_ranges": range_links(chosen),
             "create_form": create_form or AdapterCreateForm(),
             **secrets,
             "recent": messages_recent(recipient_ids=ids, limit=RECENT),

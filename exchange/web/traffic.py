@@ -1,0 +1,129 @@
+"""An adapter's traffic charts on /bus and on its own page (docs/cabinet.md, "Traffic charts"):
+the points of exchange.services.traffic, drawn by exchange.web.charts over the range the page's
+``?range=`` names (the last hour when it names none, or one there is not)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpRequest
+from django.utils.formats import number_format
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from exchange.services.traffic import RANGES, Point, traffic_points
+from exchange.web.charts import Series, line_chart
+
+DEFAULT_RANGE = "1h"
+RANGE_LABELS = {
+    "1h": gettext_lazy("Last hour"),
+    "24h": gettext_lazy("24 hours"),
+    "7d": gettext_lazy("7 days"),
+}
+# A chart draws at most a few hundred steps: a day's 1,440 minutes are drawn as 288 steps of
+# five minutes (counts added, the depth at each one's end).
+DRAWN_STEPS = {"1h": 1, "24h": 5, "7d": 1}
+
+
+@dataclass(frozen=True)
+class RangeLink:
+    name: str
+    label: str
+    current: bool
+
+
+@dataclass(frozen=True)
+class TrafficCharts:
+    range: str
+    ranges: list[RangeLink]
+    charts: list[SafeString]
+
+
+def range_of(request: HttpRequest) -> str:
+    chosen = request.GET.get("range", DEFAULT_RANGE)
+    return chosen if chosen in RANGES else DEFAULT_RANGE
+
+
+def _drawn(points: list[Point], factor: int) -> list[Point]:
+    """``factor`` steps drawn as one: counts added, the depth the last one's."""
+    if factor == 1:
+        return points
+    drawn = []
+    for start in range(len(points) % factor, len(points), factor):
+        group = points[start : start + factor]
+        drawn.append(
+            Point(
+                at=group[0].at,
+                sent=sum(p.sent for p in group),
+                received=sum(p.received for p in group),
+                acked=sum(p.acked for p in group),
+                dead_lettered=sum(p.dead_lettered for p in group),
+                refused=sum(p.refused for p in group),
+                depth=group[-1].depth,
+            )
+        )
+    return drawn
+
+
+def traffic_charts(*, adapter_id: int, range_name: str, chart_id: str) -> TrafficCharts:
+    """The adapter's two charts over ``range_name``: messages per step, and the queue's depth."""
+    traffic = traffic_points(adapter_id=adapter_id, range_name=range_name)
+    factor = DRAWN_STEPS[range_name]
+    points = _drawn(traffic.points, factor)
+    times: list[datetime] = [p.at for p in points]
+    step = traffic.step * factor
+    moves = [
+        Series("sent", _("Sent"), [p.sent for p in points]),
+        Series("received", _("Received"), [p.received for p in points]),
+        Series("acked", _("Acknowledged"), [p.acked for p in points]),
+        Series("dead", _("Dead-lettered"), [p.dead_lettered for p in points]),
+        Series("refused", _("Refused"), [p.refused for p in points]),
+    ]
+    per = {60: _("Messages per minute"), 300: _("Messages per 5 minutes")}.get(
+        step, _("Messages per hour")
+    )
+    over = RANGE_LABELS[range_name]
+    totals = ", ".join(
+        f"{series.label.lower()} {number_format(sum(series.values), force_grouping=True)}"
+        for series in moves
+    )
+    depth_now = points[-1].depth if points else 0
+    charts = [
+        line_chart(
+            chart_id=f"{chart_id}-messages",
+            title=f"{per} ({over.lower()})",
+            description=_("In all: %(totals)s.") % {"totals": totals},
+            times=times,
+            step=step,
+            series=moves,
+        ),
+        line_chart(
+            chart_id=f"{chart_id}-depth",
+            title=f"{_('Queue depth')} ({over.lower()})",
+            description=_("Messages in the queue now: %(depth)s.")
+            % {"depth": number_format(depth_now, force_grouping=True)},
+            times=times,
+            step=step,
+            series=[Series("depth", _("Queue depth"), [p.depth for p in points])],
+        ),
+    ]
+    return TrafficCharts(range=range_name, ranges=range_links(range_name), charts=charts)
+
+
+def range_links(chosen: str) -> list[RangeLink]:
+    return [
+        RangeLink(name=name, label=str(label), current=name == chosen)
+        for name, label in RANGE_LABELS.items()
+    ]
+
+
+def traffic_context(request: HttpRequest, adapter_id: int, chart_id: str) -> dict[str, Any]:
+    """What templates/cabinet/_traffic.html takes, as ``traffic``."""
+    return {
+        "traffic": traffic_charts(
+            adapter_id=adapter_id, range_name=range_of(request), chart_id=chart_id
+        )
+    }
