@@ -1,10 +1,14 @@
 """What a new user met in the cabinet, each fixed with a test: the language switch is one button
 per language, named in itself, the queue limit has its thousands separated, the purge page's
-address ends where it should, completing the profile mails nothing about the phone, and the
-welcome page shows every field's error at once."""
+address ends where it should, completing the profile mails nothing about the phone, the
+welcome page shows every field's error at once, and the copy and download buttons that need the
+script are hidden without it."""
 
 from __future__ import annotations
 
+import re
+
+import pyotp
 import pytest
 from django.test import Client
 
@@ -71,3 +75,24 @@ def test_the_welcome_page_shows_every_fields_error_on_the_first_submit():
     assert "Enter a phone number in international format, such as +4915112345678." in page
     assert 'name="phone" value="12345"' in page
     assert User.objects.get(pk=newcomer.pk).phone == ""
+
+
+def test_the_copy_and_download_buttons_are_hidden_until_the_script_shows_them(browser):
+    started = browser.post("/settings/two-factor/app/start")
+    app_page = text(browser.get(started["Location"]))
+    secret = re.search(r'id="totp-secret">([A-Z2-7]+)<', app_page)
+    assert secret is not None
+
+    codes_page = text(
+        browser.post(started["Location"], {"code": pyotp.TOTP(secret.group(1)).now()})
+    )
+
+    assert 'data-copy="#totp-secret" data-copied-label="Copied" hidden>Copy</button>' in app_page
+    assert 'data-copy="#recovery-codes" data-copied-label="Copied" hidden>Copy</button>' in (
+        codes_page
+    )
+    assert (
+        'data-download="#recovery-codes" data-filename="recovery-codes.txt" hidden>Download</button>'
+        in codes_page
+    )
+    assert "<script" not in codes_page.replace('<script src="/static/cabinet.js" defer>', "")
