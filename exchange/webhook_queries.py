@@ -77,7 +77,7 @@ SELECT recipient_id, message_id::text, lease_token::text, push_attempts, json
 FROM claimed ORDER BY seq
 """
 
-# The outcomes of attempts, settled together (one transaction with WEBHOOK_HEALTH): a delivered
+# The outcomes of attempts, settled together (one transaction, after HEALTH): a delivered
 # message moves to the delivery log as an ACK moves it (whoever holds its lease now: an ACK is
 # never lost); one that failed goes back to the queue after its retry delay, or to the dead
 # letters as WEBHOOK_FAILED when its schedule ran out (both only under the lease it was posted

@@ -324,12 +324,14 @@ class Deliverer:
         if not outcomes:
             return
         async with connection.transaction():
+            # The endpoints' rows first, the traffic's after (SETTLE counts): a claim holds its
+            # endpoints' rows while it counts, so the other order could deadlock with one.
+            cursor = await connection.execute(webhook_queries.HEALTH, health_parameters(outcomes))
+            disabled = [(row[0], row[1]) for row in await cursor.fetchall() if row[1]]
             await connection.execute(
                 webhook_queries.SETTLE,
                 {**settle_parameters(outcomes), "deliverer": webhook_queries.DELIVERER},
             )
-            cursor = await connection.execute(webhook_queries.HEALTH, health_parameters(outcomes))
-            disabled = [(row[0], row[1]) for row in await cursor.fetchall() if row[1]]
         for adapter_id, reason in disabled:
             logger.warning("Webhook of adapter %s disabled: %s", adapter_id, reason)
             await asyncio.to_thread(_tell_owner, adapter_id, reason)
