@@ -167,7 +167,10 @@ def test_an_authenticator_app_is_turned_on_from_its_qr_page_and_then_asked_for_a
     screenshots.take(page, "login-two-factor-app")
     page.get_by_label("Code", exact=True).fill(turned_on_with)
     page.get_by_role("button", name="Sign in", exact=True).click()
-    expect(page.locator("#id_code_error")).to_contain_text("The code is wrong.")
+    expect(page.locator("#id_code_error")).to_have_text(
+        "This code was already used. Wait for the next code your authenticator app shows. "
+        "Attempts left: 4."
+    )
     page.get_by_label("Code", exact=True).fill(pyotp.TOTP(secret).at(time.time() + 30))
     page.get_by_role("button", name="Sign in", exact=True).click()
     expect(page).to_have_url(f"{live_server.url}/bus")
