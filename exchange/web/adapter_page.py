@@ -44,8 +44,9 @@ from exchange.web.adapter_forms import (
     payload_shown,
 )
 from exchange.web.adapter_scope import adapter_mine, adapter_path
-from exchange.web.bus import RECENT, bus_render, kept_from_caches, shown_once
+from exchange.web.bus import RECENT, bus_render
 from exchange.web.route_forms import RouteGrantForm, route_form
+from exchange.web.shown_once import kept_from_caches, shown_once
 from exchange.web.topic_cards import adapter_topics
 from exchange.web.traffic import traffic_context
 from exchange.web.webhook_cards import WebhookForm, webhook_cards

@@ -36,13 +36,13 @@ from exchange.services.routes import route_withdraw
 from exchange.services.sending import message_send
 from exchange.web.adapter_scope import back_of, return_to
 from exchange.web.route_forms import RouteGrantForm, route_form
+from exchange.web.shown_once import credentials_shown_once, kept_from_caches, shown_once
 from exchange.web.topic_cards import TopicFormsTyped, topics_section
 from exchange.web.traffic import range_links, range_of, traffic_charts
-from exchange.web.webhook_cards import SHOWN_ONCE, WebhookForm, webhook_cards
+from exchange.web.webhook_cards import WebhookForm, webhook_cards
 from platform_site.errors import ApplicationError, ValidationFailed
 
 RECENT = 20
-CREDENTIALS_KEY = "adapter_credentials"  # shown once, on the next page view
 
 
 def bus_render(
@@ -91,21 +91,6 @@ def bus_render(
     return kept_from_caches(response, secrets)
 
 
-def shown_once(request: HttpRequest) -> dict[str, Any]:
-    """A new password (``credentials``) or webhook secret (``webhook_secret``) to show: popped,
-    it is on this one page view and nowhere else."""
-    return {
-        "credentials": request.session.pop(CREDENTIALS_KEY, None),
-        "webhook_secret": request.session.pop(SHOWN_ONCE, None),
-    }
-
-
-def kept_from_caches(response: HttpResponse, secrets: Mapping[str, Any]) -> HttpResponse:
-    if any(secrets.values()):
-        response["Cache-Control"] = "no-store"  # no copy of the secret in any cache
-    return response
-
-
 @login_required(login_url="/login")
 def bus_page(request: HttpRequest) -> HttpResponse:
     return bus_render(request)
@@ -127,10 +112,7 @@ def adapter_create_page(request: HttpRequest) -> HttpResponse:
         except LoginTaken:
             form.add_error("login", _("Another account already uses this login."))
         else:
-            request.session[CREDENTIALS_KEY] = {
-                "login": credentials.login,
-                "password": credentials.password,
-            }
+            credentials_shown_once(request, credentials.login, credentials.password)
             return redirect("/bus")
     return bus_render(request, form)
 
@@ -160,7 +142,7 @@ CONFIRMED_ACTIONS = ("rotate", "disable")
 
 def _rotate(request: HttpRequest, owner: User, adapter: User) -> None:
     password = adapter_password_rotate(adapter=adapter, request=request)
-    request.session[CREDENTIALS_KEY] = {"login": adapter.username, "password": password}
+    credentials_shown_once(request, adapter.username, password)
 
 
 def _disable(request: HttpRequest, owner: User, adapter: User) -> None:

@@ -567,3 +567,29 @@ def test_every_form_of_the_page_posts_with_its_csrf_token(browser, mine):
     assert forms
     assert all('name="csrfmiddlewaretoken"' in form for form in forms)
     assert refused.status_code == 403
+
+
+def test_a_discard_naming_no_messageid_discards_nothing_rather_than_all(browser, mine):
+    dead_letter(mine)
+
+    browser.post(f"/bus/adapters/{mine.pk}/dead-letters/discard", {"message": "not-an-id"})
+
+    assert DeadLetter.objects.count() == 1
+
+
+def test_the_page_costs_as_many_queries_with_many_messages_as_with_one(
+    browser, person, mine, stranger, django_assert_max_num_queries
+):
+    topic = topic_create(owner=person, name="invoices")
+    subscription_put(user=person, topic=topic, adapter_id=mine.pk, types=None)
+    Route.objects.create(recipient=mine, sender=stranger)
+    sent_to(mine, {"n": 0})
+    dead_letter(mine)
+    with CaptureQueriesContext(connection) as one:
+        browser.get(f"/bus/adapters/{mine.pk}")
+    for n in range(1, 10):
+        sent_to(mine, {"n": n})
+        dead_letter(mine)
+
+    with django_assert_max_num_queries(len(one.captured_queries)):
+        browser.get(f"/bus/adapters/{mine.pk}")
