@@ -43,7 +43,7 @@ from exchange.web.adapter_forms import (
     own_message_form,
     payload_shown,
 )
-from exchange.web.adapter_scope import adapter_mine, adapter_path
+from exchange.web.adapter_scope import adapter_mine, adapter_path, back_of
 from exchange.web.bus import RECENT, bus_render
 from exchange.web.route_forms import RouteGrantForm, route_form
 from exchange.web.shown_once import kept_from_caches, shown_once
@@ -105,7 +105,7 @@ def page_again(
 ) -> HttpResponse:
     """The page a form with errors was sent from, again, with the form as typed: the adapter's
     own page, or /bus."""
-    if request.POST.get("back") == str(adapter.pk):
+    if back_of(request) == adapter.pk:
         return adapter_render(
             request, adapter, route_typed=route_typed, webhook_typed=webhook_typed
         )
