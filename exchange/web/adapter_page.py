@@ -43,7 +43,7 @@ from exchange.web.adapter_forms import (
     own_message_form,
     payload_shown,
 )
-from exchange.web.adapter_scope import adapter_mine, adapter_path, back_of
+from exchange.web.adapter_scope import adapter_mine, adapter_path, back_of, message_ids
 from exchange.web.bus import RECENT, bus_render
 from exchange.web.route_forms import RouteGrantForm, route_form
 from exchange.web.shown_once import kept_from_caches, shown_once
@@ -186,15 +186,7 @@ def _message_ids(request: HttpRequest) -> list[uuid.UUID] | None:
     """The dead letters a discard names (``message``, repeatable); None: it names none, so all
     of them. A value that is no messageId names none of them."""
     values = request.POST.getlist("message") or request.GET.getlist("message")
-    if not values:
-        return None
-    ids = []
-    for value in values:
-        try:
-            ids.append(uuid.UUID(value))
-        except ValueError:
-            continue
-    return ids
+    return message_ids(values) if values else None
 
 
 @login_required(login_url="/login")

@@ -1,11 +1,14 @@
-"""Which of the person's adapters a cabinet page acts on, and where an action goes back to: the
-adapter's own page (/bus/adapters/{id}) when its form was sent from there, else /bus. A form on
+"""Which of the person's adapters (and which of their messages) a cabinet page acts on, and where
+an action goes back to: the adapter's own page (/bus/adapters/{id}) when its form was sent from
+there, else /bus. A form on
 the adapter's page carries ``back``, the adapter's number; a link to a page that asks first
 carries it in the query, and that page's form passes it on."""
 
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import Iterable
 
 from django.http import Http404, HttpRequest
 
@@ -42,3 +45,15 @@ def return_to(request: HttpRequest) -> str:
     adapter's page of this site: the number names no other place, and another owner's is 404.)"""
     back = back_of(request)
     return "/bus" if back is None else adapter_path(back)
+
+
+def message_ids(values: Iterable[str]) -> list[uuid.UUID]:
+    """The messageIds among ``values`` (a form's checked boxes or a link's ``message``); a value
+    that is none names no message, and is passed over."""
+    ids = []
+    for value in values:
+        try:
+            ids.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    return ids

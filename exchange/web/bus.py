@@ -4,7 +4,6 @@ them. Every action is a POST through the services the JSON API uses."""
 from __future__ import annotations
 
 import functools
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -34,7 +33,7 @@ from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.queues import queue_purge
 from exchange.services.routes import route_withdraw
 from exchange.services.sending import message_send
-from exchange.web.adapter_scope import back_of, return_to
+from exchange.web.adapter_scope import back_of, message_ids, return_to
 from exchange.web.route_forms import RouteGrantForm, route_form
 from exchange.web.shown_once import credentials_shown_once, kept_from_caches, shown_once
 from exchange.web.topic_cards import TopicFormsTyped, topics_section
@@ -267,12 +266,7 @@ def adapter_purge_page(request: HttpRequest, adapter_id: int) -> HttpResponse:
 @login_required(login_url="/login")
 @require_POST
 def redrive_page(request: HttpRequest) -> HttpResponse:
-    ids = []
-    for value in request.POST.getlist("message"):
-        try:
-            ids.append(uuid.UUID(value))
-        except ValueError:
-            continue
+    ids = message_ids(request.POST.getlist("message"))
     revived = dead_letters_redrive(owner=cabinet_user(request), message_ids=ids)
     messages.success(
         request,
