@@ -7,13 +7,25 @@ from collections.abc import Collection, Sequence
 from functools import cache
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    CharField,
+    Exists,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Concat, Substr
 from django.utils import timezone
 
 from accounts import identifiers, liveness
 from accounts.devices import Device
 from accounts.errors import TokenRevoked
-from accounts.models import Challenge, Session, User
+from accounts.models import Challenge, Session, SignInGate, User
+from accounts.services.lockout import ACCOUNT_GATE
 from accounts.services.tokens import Claims
 from accounts.session_rules import live_sessions, session_refusal
 from platform_site.database import prepared_cursor
@@ -102,3 +114,26 @@ def user_for_identifier(*, kind: str, identifier: str) -> User | None:
         canonical = identifiers.email_canonical(identifier)
         return User.objects.filter(email_canonical=canonical, kind=User.Kind.USER).first()
     return User.objects.filter(username=identifiers.login_canonical(identifier)).first()
+
+
+def users_with_lock(users: QuerySet[User]) -> QuerySet[User]:
+    """``users``, each with ``locked``: its account's sign-in gate is locked now, what every
+    sign-in door answers 423 for (accounts.services.lockout). One subquery for a whole page."""
+    gates = SignInGate.objects.filter(
+        key=Concat(Value(ACCOUNT_GATE), Cast(OuterRef("pk"), CharField())),
+        locked_until__gt=timezone.now(),
+    )
+    return users.annotate(locked=Exists(gates))
+
+
+def gates_with_login(gates: QuerySet[SignInGate]) -> QuerySet[SignInGate]:
+    """``gates``, each with ``login``: the username of the account an account's gate
+    (``user:<pk>``) counts for, None for the others (unknown identifiers, device tokens). One
+    subquery for a whole page."""
+    owner = User.objects.filter(
+        pk=Cast(Substr(OuterRef("key"), len(ACCOUNT_GATE) + 1), BigIntegerField())
+    ).values("username")[:1]
+    # The cast runs only for keys that are an account's: CASE evaluates THEN when WHEN holds.
+    return gates.annotate(
+        login=Case(When(key__regex=rf"^{ACCOUNT_GATE}[0-9]+$", then=Subquery(owner)))
+    )

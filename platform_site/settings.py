@@ -90,6 +90,8 @@ LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# Times Django renders by itself (the administration) say their zone: platform_site/formats.
+FORMAT_MODULE_PATH = ["platform_site.formats"]
 
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / ".data" / "static")))

@@ -8,9 +8,11 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from accounts.admin.users import actor_of, sessions_revoked
 from accounts.models import AuditEvent, Challenge, OutboxMessage, Session, SignInGate
+from accounts.selectors import gates_with_login
 from accounts.services.accounts import account_session_revoke
 from accounts.services.sessions import session_delete
 
@@ -55,9 +57,19 @@ class SessionAdmin(admin.ModelAdmin[Session]):
 
 @admin.register(SignInGate)
 class SignInGateAdmin(admin.ModelAdmin[SignInGate]):
-    list_display = ("key", "failures", "locked_until", "updated_at")
+    list_display = ("counts_for", "failures", "locked_until", "updated_at")
     search_fields = ("key",)
     readonly_fields = ("key", "failures", "locked_until", "updated_at")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SignInGate]:
+        return gates_with_login(super().get_queryset(request))
+
+    @admin.display(description=_("Counts for"), ordering="key")
+    def counts_for(self, gate: SignInGate) -> str:
+        """The account's login where the gate is an account's; the key itself for the others
+        (an unknown identifier's, a device token's)."""
+        login: str | None = getattr(gate, "login", None)
+        return login or gate.key
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -42,11 +42,15 @@ class Gate:
     locked_until: datetime | None
 
 
+# The gate of an account: ``user:<pk>``.
+ACCOUNT_GATE = "user:"
+
+
 def gate_key(*, user: User | None, kind: str, identifier: str) -> str:
     """One key per account whichever identifier was typed; unknown identifiers get their own,
     one for all the ways of writing them (accounts.identifiers)."""
     if user is not None:
-        return f"user:{user.pk}"
+        return f"{ACCOUNT_GATE}{user.pk}"
     return f"unknown:{identifier_key(kind, identifier)}"[:300]
 
 

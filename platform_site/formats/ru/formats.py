@@ -1,0 +1,2 @@
+from platform_site.formats import DATETIME_FORMAT as DATETIME_FORMAT
+from platform_site.formats import SHORT_DATETIME_FORMAT as SHORT_DATETIME_FORMAT
