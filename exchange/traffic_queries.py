@@ -48,42 +48,54 @@ counted AS (
 # refused never reaches the database otherwise) and a webhook's test event.
 ADD = "WITH " + counted("SELECT %(adapter)s::bigint, %(counted)s, %(n)s::bigint") + " SELECT 1"
 
-# An adapter's points over a range (exchange.selectors.traffic_points): every step from the
-# first to the one now, the minutes' figures summed per step (the hours' too for a step of an
-# hour), and the queue's depth at each step's end: its depth now, less what came in and went out
-# in the steps after (now, for the step now).
+# Adapters' points over a range (exchange.services.traffic.traffic_points): for each adapter,
+# every step from the first to the one now, the minutes' figures summed per step (the hours' too
+# for a step of an hour), and the queue's depth at each step's end: its depth now, less what came
+# in and went out in the steps after (now, for the step now).
 POINTS = """
 WITH range AS (
     SELECT make_interval(secs => %(step)s) AS step,
            date_bin(make_interval(secs => %(step)s), statement_timestamp(), 'epoch') AS last
 ),
+first AS (
+    SELECT last - (%(steps)s - 1) * step AS at FROM range
+),
 steps AS (
-    SELECT at FROM range, generate_series(last - (%(steps)s - 1) * step, last, step) AS at
+    SELECT adapter_id, at
+    FROM unnest(%(adapters)s::bigint[]) AS adapters (adapter_id),
+         range, generate_series((SELECT at FROM first), last, step) AS at
 ),
 kept AS (
-    SELECT date_bin((SELECT step FROM range), at, 'epoch') AS at, {columns}
+    SELECT adapter_id, date_bin((SELECT step FROM range), at, 'epoch') AS at, {columns}
     FROM exchange_trafficminute
-    WHERE adapter_id = %(adapter)s AND at >= (SELECT min(at) FROM steps)
+    WHERE adapter_id = ANY(%(adapters)s) AND at >= (SELECT at FROM first)
     UNION ALL
-    SELECT at, {columns}
+    SELECT adapter_id, at, {columns}
     FROM exchange_traffichour
-    WHERE adapter_id = %(adapter)s AND at >= (SELECT min(at) FROM steps) AND %(step)s >= 3600
+    WHERE adapter_id = ANY(%(adapters)s) AND at >= (SELECT at FROM first) AND %(step)s >= 3600
 ),
 summed AS (
-    SELECT at, {sums} FROM kept GROUP BY at
+    SELECT adapter_id, at, {sums} FROM kept GROUP BY adapter_id, at
 ),
 depth AS (
-    SELECT count(*) AS now FROM exchange_message WHERE recipient_id = %(adapter)s
+    SELECT recipient_id AS adapter_id, count(*) AS now
+    FROM exchange_message WHERE recipient_id = ANY(%(adapters)s)
+    GROUP BY recipient_id
 )
-SELECT steps.at,
+SELECT steps.adapter_id, steps.at,
        coalesce(sent, 0), coalesce(received, 0), coalesce(acked, 0),
        coalesce(dead_lettered, 0), coalesce(refused, 0),
-       greatest(0, (SELECT now FROM depth) - coalesce(sum(
+       greatest(0, coalesce(depth.now, 0) - coalesce(sum(
            coalesce(queued, 0) - coalesce(acked, 0) - coalesce(dead_lettered, 0)
            - coalesce(dropped, 0)
-       ) OVER (ORDER BY steps.at DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0))
-FROM steps LEFT JOIN summed USING (at)
-ORDER BY steps.at
+       ) OVER (
+           PARTITION BY steps.adapter_id ORDER BY steps.at DESC
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+       ), 0))
+FROM steps
+LEFT JOIN summed USING (adapter_id, at)
+LEFT JOIN depth USING (adapter_id)
+ORDER BY steps.adapter_id, steps.at
 """.format(  # noqa: S608 (the columns' names, constants: never a value)
     columns=", ".join(COUNTED),
     sums=", ".join(f"sum({column}) AS {column}" for column in COUNTED),

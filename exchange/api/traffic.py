@@ -91,6 +91,5 @@ class AdapterTrafficApi(CabinetApi):
     def get(self, request: AuthenticatedRequest, adapter_id: int) -> Response:
         adapter = adapter_for_owner(owner=request.user, adapter_id=adapter_id)
         options = TrafficInput.validated(request.query_params)
-        return Response(
-            traffic_json(traffic_points(adapter_id=adapter.pk, range_name=options["range"]))
-        )
+        traffic = traffic_points(adapter_ids=[adapter.pk], range_name=options["range"])
+        return Response(traffic_json(traffic[adapter.pk]))

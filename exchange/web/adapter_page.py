@@ -90,7 +90,7 @@ def adapter_render(
         "topics": adapter_topics(owner, adapter),
         "waiting": [(message, payloads[message.message_id]) for message in waiting],
         "dead_letters": [(letter, payloads[letter.message_id]) for letter in dead],
-        **traffic_context(request, adapter.pk, "traffic"),
+        **traffic_context(request, adapter.pk),
         **secrets,
     }
     return kept_from_caches(render(request, "cabinet/adapter.html", context), secrets)

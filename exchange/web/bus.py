@@ -60,9 +60,7 @@ def bus_render(
     webhooks = webhook_cards(ids, webhook_forms)
     secrets = shown_once(request)
     chosen = range_of(request)
-    charts = {
-        pk: traffic_charts(adapter_id=pk, range_name=chosen, chart_id=f"traffic-{pk}") for pk in ids
-    }
+    charts = traffic_charts(adapter_ids=ids, range_name=chosen, chart_id="traffic-{}")
     response = render(
         request,
         "cabinet/bus.html",

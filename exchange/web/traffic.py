@@ -4,6 +4,7 @@ the points of exchange.services.traffic, drawn by exchange.web.charts over the r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,7 +15,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from exchange.services.traffic import RANGES, Point, traffic_points
+from exchange.services.traffic import RANGES, Point, Traffic, traffic_points
 from exchange.web.charts import Series, line_chart
 
 DEFAULT_RANGE = "1h"
@@ -68,9 +69,21 @@ def _drawn(points: list[Point], factor: int) -> list[Point]:
     return drawn
 
 
-def traffic_charts(*, adapter_id: int, range_name: str, chart_id: str) -> TrafficCharts:
-    """The adapter's two charts over ``range_name``: messages per step, and the queue's depth."""
-    traffic = traffic_points(adapter_id=adapter_id, range_name=range_name)
+def traffic_charts(
+    *, adapter_ids: Sequence[int], range_name: str, chart_id: str
+) -> dict[int, TrafficCharts]:
+    """Each adapter's two charts over ``range_name`` (messages per step, and the queue's depth),
+    their ids ``chart_id`` with the adapter's id put in for ``{}``."""
+    return {
+        adapter_id: _charts(traffic, chart_id.format(adapter_id))
+        for adapter_id, traffic in traffic_points(
+            adapter_ids=adapter_ids, range_name=range_name
+        ).items()
+    }
+
+
+def _charts(traffic: Traffic, chart_id: str) -> TrafficCharts:
+    range_name = traffic.range
     factor = DRAWN_STEPS[range_name]
     points = _drawn(traffic.points, factor)
     times: list[datetime] = [p.at for p in points]
@@ -120,10 +133,9 @@ def range_links(chosen: str) -> list[RangeLink]:
     ]
 
 
-def traffic_context(request: HttpRequest, adapter_id: int, chart_id: str) -> dict[str, Any]:
-    """What templates/cabinet/_traffic.html takes, as ``traffic``."""
-    return {
-        "traffic": traffic_charts(
-            adapter_id=adapter_id, range_name=range_of(request), chart_id=chart_id
-        )
-    }
+def traffic_context(request: HttpRequest, adapter_id: int) -> dict[str, Any]:
+    """What templates/cabinet/_traffic.html takes, as ``traffic``: the adapter's page's."""
+    charts = traffic_charts(
+        adapter_ids=[adapter_id], range_name=range_of(request), chart_id="traffic"
+    )
+    return {"traffic": charts[adapter_id]}

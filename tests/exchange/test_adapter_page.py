@@ -484,10 +484,12 @@ def test_selected_dead_letters_are_redriven_from_the_page_and_it_comes_back(brow
     assert list(DeadLetter.objects.values_list("pk", flat=True)) == [left.pk]
 
 
-def test_the_dead_letters_checkboxes_start_unchecked(browser, mine):
+@pytest.mark.parametrize("where", ["the adapter's page", "/bus"])
+def test_the_dead_letters_checkboxes_start_unchecked(browser, mine, where):
     dead_letter(mine)
 
-    page = browser.get(f"/bus/adapters/{mine.pk}").content.decode()
+    path = "/bus" if where == "/bus" else f"/bus/adapters/{mine.pk}"
+    page = browser.get(path).content.decode()
 
     boxes = re.findall(r'<input type="checkbox" name="message"[^>]*>', page)
     assert len(boxes) == 1

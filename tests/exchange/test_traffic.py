@@ -24,7 +24,7 @@ from exchange.services.dead_letters import dead_letters_redrive
 from exchange.services.messages import messages_ack, messages_receive
 from exchange.services.queues import queue_purge, queues_trim
 from exchange.services.sending import Outgoing, message_send, messages_send
-from exchange.services.traffic import traffic_compact, traffic_points
+from exchange.services.traffic import Point, traffic_compact, traffic_points
 from exchange.services.webhooks import webhook_put
 from exchange.tasks import traffic_compact_task
 from exchange.webhooks.delivery import Deliverer
@@ -56,6 +56,10 @@ def depth_counted(adapter: User) -> int:
 
 def queued_now(adapter: User) -> int:
     return Message.objects.filter(recipient=adapter).count()
+
+
+def points_of(adapter: User, range_name: str) -> list[Point]:
+    return traffic_points(adapter_ids=[adapter.pk], range_name=range_name)[adapter.pk].points
 
 
 def traffic(cabinet: ApiClient, adapter: User, query: str = "") -> Any:
@@ -259,7 +263,7 @@ def test_the_depth_at_each_step_is_now_less_what_moved_after_it(adapter):
     for at, moves in rows.items():
         TrafficMinute.objects.create(adapter=adapter, at=at, shard=0, **moves)
 
-    points = traffic_points(adapter_id=adapter.pk, range_name="1h").points
+    points = points_of(adapter, "1h")
 
     def moved_after(at: datetime) -> int:
         return sum(
@@ -289,12 +293,12 @@ def test_minutes_move_to_their_hours_and_the_week_reads_the_same(adapter):
     TrafficMinute.objects.create(adapter=adapter, at=hour - timedelta(hours=2), shard=1, received=7)
     TrafficHour.objects.create(adapter=adapter, at=old, sent=1)  # an earlier move of this hour
     TrafficHour.objects.create(adapter=adapter, at=hour - timedelta(days=91), sent=9)
-    before = traffic_points(adapter_id=adapter.pk, range_name="7d").points
+    before = points_of(adapter, "7d")
 
     compacted = traffic_compact(now=now)
 
     assert (compacted.minutes, compacted.hours) == (2, 1)
-    assert traffic_points(adapter_id=adapter.pk, range_name="7d").points == before
+    assert points_of(adapter, "7d") == before
     assert TrafficHour.objects.get(adapter=adapter, at=old).sent == 1 + 2 + 2
     assert TrafficMinute.objects.filter(adapter=adapter).count() == 1
     by_hour = {p.at: p for p in before}
@@ -364,7 +368,22 @@ def test_parallel_sends_both_ways_lose_no_count_and_never_deadlock(owner):
 
 
 def test_points_start_at_the_steps_of_utc(adapter):
-    [*_, last] = traffic_points(adapter_id=adapter.pk, range_name="7d").points
+    [*_, last] = points_of(adapter, "7d")
 
     assert last.at.tzinfo is not None
     assert last.at.astimezone(UTC).minute == 0
+
+
+def test_the_points_of_several_adapters_are_read_in_one_statement_each_its_own(owner, adapter):
+    others = AdapterFactory.create_batch(2, owner=owner)
+    now = minute(timezone.now())
+    TrafficMinute.objects.create(adapter=others[0], at=now, shard=0, sent=4)
+    Message.objects.create(recipient=others[1], type="t", payload={})
+
+    with CaptureQueriesContext(connection) as captured:
+        traffic = traffic_points(adapter_ids=[adapter.pk, *(o.pk for o in others)], range_name="1h")
+
+    assert len(captured.captured_queries) == 1
+    assert [sum(p.sent for p in traffic[a.pk].points) for a in (adapter, *others)] == [0, 4, 0]
+    assert [traffic[a.pk].points[-1].depth for a in (adapter, *others)] == [0, 0, 1]
+    assert all(len(traffic[a.pk].points) == 60 for a in (adapter, *others))
