@@ -50,11 +50,9 @@ demo-rotate: install
 test: install tools lint typecheck pytest
 
 # The inner loop: make test's lint and types, and its tests but the stack, browser and slow ones
-# (pyproject.toml's markers), with Argon2id at its lowest cost (--cheap-hashing, tests/conftest.py:
-# at the configured cost password checks take two thirds of the suite's time). `make test` runs
-# them all, as CI does.
+# (pyproject.toml's markers). `make test` runs them all, as CI does.
 check: install tools nginx lint typecheck
-	PROMTOOL=$(CURDIR)/$(PROMTOOL) $(BIN)/pytest --cheap-hashing -m "not stack and not browser and not slow"
+	PROMTOOL=$(CURDIR)/$(PROMTOOL) $(BIN)/pytest -m "not stack and not browser and not slow"
 
 install: $(INSTALLED)
 
