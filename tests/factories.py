@@ -4,7 +4,7 @@ from functools import cache
 from typing import Any
 
 import factory
-from django.contrib.auth.hashers import make_password
+from django.contrib.auth.hashers import Argon2PasswordHasher, make_password
 
 from accounts.identifiers import email_canonical
 from accounts.models import User
@@ -12,9 +12,15 @@ from accounts.models import User
 DEFAULT_PASSWORD = "correct-horse-battery-staple"
 
 
-@cache
 def _default_password_hash() -> str:
-    # Argon2id is slow on purpose; one hash serves every factory-made user.
+    # Argon2id is slow on purpose; one hash serves every factory-made user hashed at the same
+    # cost (the lowest in most tests, the configured one in some: tests/conftest.py).
+    hasher = Argon2PasswordHasher
+    return _password_hash_at(hasher.time_cost, hasher.memory_cost, hasher.parallelism)
+
+
+@cache
+def _password_hash_at(time_cost: int, memory_cost: int, parallelism: int) -> str:
     return make_password(DEFAULT_PASSWORD)
 
 
