@@ -43,10 +43,10 @@ def nice_ceiling(value: int) -> int:
 
 
 def x_ticks(times: Sequence[datetime], step: int) -> list[tuple[int, str]]:
-    """(index, label) of the x axis: every 10 minutes over an hour, every 3 hours over a day,
-    every day over a week, labelled in UTC as the cabinet's times are."""
-    span = len(times) * step
-    every = 600 if span <= 3600 else 3 * 3600 if span <= 86400 else 86400
+    """(index, label) of the x axis: every 10 minutes for steps of a minute (an hour), every 3
+    hours for steps of 5 minutes (a day), every day for longer ones (a week), labelled in UTC as
+    the cabinet's times are."""
+    every = {60: 600, 300: 3 * 3600}.get(step, 86400)
     ticks = []
     for index, moment in enumerate(times):
         if int(moment.timestamp()) % every == 0:

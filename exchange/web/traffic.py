@@ -4,9 +4,10 @@ the points of exchange.services.traffic, drawn by exchange.web.charts over the r
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.http import HttpRequest
@@ -49,15 +50,18 @@ def range_of(request: HttpRequest) -> str:
 
 
 def _drawn(points: list[Point], factor: int) -> list[Point]:
-    """``factor`` steps drawn as one: counts added, the depth the last one's."""
+    """The points drawn as steps ``factor`` times as long, starting at multiples of their length
+    (so the axis' labels fall on them; the first and the last, now's, may be partial): counts
+    added, the depth the last one's."""
     if factor == 1:
         return points
+    length = factor * (points[1].at - points[0].at).total_seconds() if len(points) > 1 else 1
     drawn = []
-    for start in range(len(points) % factor, len(points), factor):
-        group = points[start : start + factor]
+    for _bucket, grouped in itertools.groupby(points, key=lambda p: p.at.timestamp() // length):
+        group = list(grouped)
         drawn.append(
             Point(
-                at=group[0].at,
+                at=datetime.fromtimestamp(group[0].at.timestamp() // length * length, tz=UTC),
                 sent=sum(p.sent for p in group),
                 received=sum(p.received for p in group),
                 acked=sum(p.acked for p in group),
