@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 
 WIDTH, HEIGHT = 720, 220
 # The plot's margins: the y axis' labels on the left, the x axis' under it.
-LEFT, RIGHT, TOP, BOTTOM = 56, 12, 10, 26
+LEFT, RIGHT, TOP, BOTTOM = 56, 24, 10, 26
 GRID_LINES = 4
 
 
