@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, CDPSession, Page, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    CDPSession,
+    ConsoleMessage,
+    Page,
+    sync_playwright,
+)
 
 from accounts import sms
 
@@ -60,6 +67,19 @@ def page(browser: Browser, live_server: Any, transactional_db: None) -> Iterator
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture
+def refused_by_the_csp(page: Page) -> list[str]:
+    """What the browser's console says the page's Content-Security-Policy refused."""
+    refused: list[str] = []
+
+    def heard(message: ConsoleMessage) -> None:
+        if "Content Security Policy" in message.text:
+            refused.append(message.text)
+
+    page.on("console", heard)
+    return refused
 
 
 class Screenshots:

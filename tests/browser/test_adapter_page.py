@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
-from playwright.sync_api import ConsoleMessage, Page, expect
+from playwright.sync_api import Page, expect
 
 from accounts.models import User
 from exchange.models import DeadLetter, Message, Route
@@ -65,19 +65,6 @@ def billing(person: User) -> User:
         reason="MAX_DELIVERIES",
     )
     return adapter
-
-
-@pytest.fixture
-def refused_by_the_csp(page: Page) -> list[str]:
-    """What the browser's console says the page's Content-Security-Policy refused."""
-    refused: list[str] = []
-
-    def heard(message: ConsoleMessage) -> None:
-        if "Content Security Policy" in message.text:
-            refused.append(message.text)
-
-    page.on("console", heard)
-    return refused
 
 
 def test_an_owner_opens_an_adapters_page_from_its_card_whose_buttons_all_stay(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from accounts.models import User
 from exchange.services.messages import messages_ack, messages_receive
@@ -37,21 +37,8 @@ def billing(person: User) -> User:
     return adapter
 
 
-@pytest.fixture
-def refusals(page: Page) -> list[str]:
-    """What the browser's console says the CSP refused."""
-    refused: list[str] = []
-
-    def heard(message: ConsoleMessage) -> None:
-        if "Content Security Policy" in message.text:
-            refused.append(message.text)
-
-    page.on("console", heard)
-    return refused
-
-
 def test_bus_draws_each_adapters_traffic_and_switches_its_range(
-    page: Page, live_server: Any, billing: User, refusals: list[str]
+    page: Page, live_server: Any, billing: User, refused_by_the_csp: list[str]
 ) -> None:
     page.set_viewport_size({"width": 1280, "height": HEIGHT})
     sign_in(page, "grace@example.com", DEFAULT_PASSWORD)
@@ -85,7 +72,7 @@ def test_bus_draws_each_adapters_traffic_and_switches_its_range(
     expect(page.get_by_role("link", name="7 days", exact=True)).to_have_attribute(
         "aria-current", "true"
     )
-    assert refusals == []
+    assert refused_by_the_csp == []
 
 
 def test_an_adapters_page_draws_its_traffic_in_russian(

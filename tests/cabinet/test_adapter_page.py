@@ -34,15 +34,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def browser(person: User) -> Client:
-    """``person`` signed in to the cabinet through the sign-in page, as a browser is."""
-    client = Client()
-    signed_in = client.post("/login", {"login": person.email, "password": DEFAULT_PASSWORD})
-    assert signed_in["Location"] == "/bus"
-    return client
-
-
-@pytest.fixture
 def mine(person: User) -> User:
     return AdapterFactory.create(username="billing", owner=person, display_name="Billing")
 

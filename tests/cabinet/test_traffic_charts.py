@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.utils import translation
 
 from accounts.models import User
@@ -16,17 +15,9 @@ from exchange.services.sending import message_send
 from exchange.services.traffic import Point
 from exchange.web.charts import Series, line_chart, nice_ceiling, x_ticks
 from exchange.web.traffic import _drawn
-from tests.factories import DEFAULT_PASSWORD, AdapterFactory
+from tests.factories import AdapterFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def browser(person: User) -> Client:
-    client = Client()
-    signed_in = client.post("/login", {"login": person.email, "password": DEFAULT_PASSWORD})
-    assert signed_in["Location"] == "/bus"
-    return client
 
 
 @pytest.fixture
