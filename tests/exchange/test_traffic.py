@@ -387,3 +387,11 @@ def test_the_points_of_several_adapters_are_read_in_one_statement_each_its_own(o
     assert [sum(p.sent for p in traffic[a.pk].points) for a in (adapter, *others)] == [0, 4, 0]
     assert [traffic[a.pk].points[-1].depth for a in (adapter, *others)] == [0, 0, 1]
     assert all(len(traffic[a.pk].points) == 60 for a in (adapter, *others))
+
+
+def test_a_minutes_rows_leave_room_on_their_pages_for_their_updates():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'exchange_trafficminute'")
+        [(options,)] = cursor.fetchall()
+
+    assert options == ["fillfactor=50"]
