@@ -91,14 +91,15 @@ SELECT steps.adapter_id, steps.at,
        ) OVER (
            PARTITION BY steps.adapter_id ORDER BY steps.at DESC
            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-       ), 0))
+       ), 0))::bigint
 FROM steps
 LEFT JOIN summed USING (adapter_id, at)
 LEFT JOIN depth USING (adapter_id)
 ORDER BY steps.adapter_id, steps.at
 """.format(  # noqa: S608 (the columns' names, constants: never a value)
     columns=", ".join(COUNTED),
-    sums=", ".join(f"sum({column}) AS {column}" for column in COUNTED),
+    # sum() of bigint is numeric: back to bigint, so the figures come as integers.
+    sums=", ".join(f"sum({column})::bigint AS {column}" for column in COUNTED),
 )
 
 # One batch of minutes older than the cutoff, moved to their hours (added: an hour's minutes may

@@ -93,6 +93,9 @@ def test_the_minute_now_shows_what_moved_through_the_api(cabinet, sender, consum
     assert total(crm["points"], "sent") == 3
     assert answer["points"][-1]["depth"] == 1
     assert crm["points"][-1]["depth"] == 0
+    # Every figure an integer, as the schema says (not 0.0: sums in SQL are numeric).
+    figures = [v for point in answer["points"] for k, v in point.items() if k != "at"]
+    assert {type(v) for v in figures} == {int}
 
 
 @pytest.mark.parametrize(
