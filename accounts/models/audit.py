@@ -22,6 +22,10 @@ class AuditEvent(models.Model):
             "PASSWORD_CHANGE_FAILED",
             _("Password change refused: wrong current password"),
         )
+        REAUTHENTICATION_FAILED = (
+            "REAUTHENTICATION_FAILED",
+            _("Proof of the owner refused: wrong password"),
+        )
         PASSWORD_RESET = "PASSWORD_RESET", _("Password reset")
         PASSWORD_CHANGE_REQUIRED = "PASSWORD_CHANGE_REQUIRED", _("Password change required")
         TWO_FACTOR_ENABLED = "TWO_FACTOR_ENABLED", _("Two-factor sign-in enabled")
@@ -35,6 +39,7 @@ class AuditEvent(models.Model):
         ACCOUNT_EXPIRY_SET = "ACCOUNT_EXPIRY_SET", _("Account expiry set")
         CREDENTIALS_EXPIRY_SET = "CREDENTIALS_EXPIRY_SET", _("Credentials expiry set")
         QUEUE_PURGED = "QUEUE_PURGED", _("Queue purged")
+        DEAD_LETTERS_DISCARDED = "DEAD_LETTERS_DISCARDED", _("Dead letters discarded")
         RECOVERY_CODES_GENERATED = "RECOVERY_CODES_GENERATED", _("New recovery codes")
         RECOVERY_CODE_USED = "RECOVERY_CODE_USED", _("Recovery code used")
         TWO_FACTOR_RESET = "TWO_FACTOR_RESET", _("Two-factor sign-in reset by an administrator")

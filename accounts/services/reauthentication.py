@@ -36,6 +36,7 @@ from accounts.errors import (
     SignInBusy,
 )
 from accounts.models import Challenge, Session, User
+from accounts.services.audit import Kind
 from accounts.services.authenticators import authenticator_confirmed
 from accounts.services.challenges import challenge_open
 from accounts.services.second_factors import (
@@ -133,7 +134,11 @@ def _proof_checked(*, user: User, reauth: Reauthentication, request: HttpRequest
     proof = reauth.proof
     if proof.password is not None:  # BadCredentials, counted toward the lock; or AccountLocked
         credentials_check(
-            kind="username", identifier=user.username, password=proof.password, request=request
+            kind="username",
+            identifier=user.username,
+            password=proof.password,
+            request=request,
+            failure=Kind.REAUTHENTICATION_FAILED,
         )
     if proof.credential is not None:
         if proof.request_id is None:

@@ -33,11 +33,11 @@ def dead_letters_discard(
     *, adapter: User, actor: User, message_ids: Sequence[uuid.UUID] | None = None
 ) -> int:
     """Delete ``adapter``'s dead letters ``message_ids`` (None: all of them) in one statement;
-    how many. Ids of other adapters' dead letters are passed over. Audited as the purge of the
-    adapter's dead-letter queue, with ``actor`` (its owner) as the one who discarded them."""
+    how many. Ids of other adapters' dead letters are passed over. Audited, with ``actor`` (its
+    owner) as the one who discarded them."""
     letters = DeadLetter.objects.filter(recipient=adapter)
     if message_ids is not None:
         letters = letters.filter(message_id__in=list(message_ids))
     discarded, _by_model = letters.delete()
-    audit(Kind.QUEUE_PURGED, user=adapter, actor=actor, deadLetters=discarded)
+    audit(Kind.DEAD_LETTERS_DISCARDED, user=adapter, actor=actor, discarded=discarded)
     return discarded

@@ -139,6 +139,11 @@ def test_a_wrong_password_is_401_and_counts_toward_the_lock_even_in_a_fresh_sess
     )
     assert outcome(locked) == (423, "ACCOUNT_LOCKED")
     assert User.objects.get(email=EMAIL).code_factor == "TOTP"
+    # Audited as what it was, a proof of the owner refused, not a sign-in that failed.
+    user = User.objects.get(email=EMAIL)
+    refused = AuditEvent.objects.filter(user=user, kind=AuditEvent.Kind.REAUTHENTICATION_FAILED)
+    assert refused.count() == 5
+    assert not AuditEvent.objects.filter(user=user, kind=AuditEvent.Kind.SIGN_IN_FAILED).exists()
 
 
 def test_the_apps_code_proves_the_owner_and_a_wrong_one_is_code_invalid(armed, clock):

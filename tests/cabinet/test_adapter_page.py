@@ -455,8 +455,8 @@ def test_discarding_all_dead_letters_asks_first_in_one_statement_and_is_audited(
     assert list(DeadLetter.objects.values_list("pk", flat=True)) == [theirs.pk]
     deletes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("DELETE")]
     assert len([sql for sql in deletes if "exchange_deadletter" in sql]) == 1
-    event = AuditEvent.objects.get(kind=AuditEvent.Kind.QUEUE_PURGED)
-    assert (event.user, event.actor, event.details) == (mine, person, {"deadLetters": 3})
+    event = AuditEvent.objects.get(kind=AuditEvent.Kind.DEAD_LETTERS_DISCARDED)
+    assert (event.user, event.actor, event.details) == (mine, person, {"discarded": 3})
 
 
 def test_selected_dead_letters_are_redriven_from_the_page_and_it_comes_back(browser, mine):
