@@ -31,6 +31,8 @@ class AuditEvent(models.Model):
         TWO_FACTOR_ENABLED = "TWO_FACTOR_ENABLED", _("Two-factor sign-in enabled")
         TWO_FACTOR_DISABLED = "TWO_FACTOR_DISABLED", _("Two-factor sign-in disabled")
         TWO_FACTOR_CHANGED = "TWO_FACTOR_CHANGED", _("Second factor replaced")
+        FACTOR_ADDED = "FACTOR_ADDED", _("Second factor added")
+        FACTOR_REMOVED = "FACTOR_REMOVED", _("Second factor removed")
         PHONE_CHANGED = "PHONE_CHANGED", _("Phone changed")
         REFRESH_TOKEN_REUSED = "REFRESH_TOKEN_REUSED", _("Refresh token reused")
         SESSION_REVOKED = "SESSION_REVOKED", _("Session revoked")

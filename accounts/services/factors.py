@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Passkey, RecoveryCode, TwoFactorMethod, User
+from accounts.services.audit import Kind, audit
 from accounts.services.notices import Notice, notice_send
 
 NOT_HELD = _("This is not one of your second factors.")
@@ -51,10 +52,16 @@ def factors_settle(user: User) -> bool:
 def factor_change_tell(
     *, user: User, was_on: bool, method: str, added: bool, request: HttpRequest | None
 ) -> None:
-    """E-mail the person that ``method`` was added or removed (after factors_settle): two-factor
-    sign-in turned on or off by it, or a factor beside others."""
+    """Audit and e-mail that ``method`` was added or removed (after factors_settle): two-factor
+    sign-in turned on or off by it, or a factor added or removed beside others."""
     if added:
-        notice = Notice.FACTOR_ADDED if was_on else Notice.TWO_FACTOR_ENABLED
+        turned = not was_on
+        notice = Notice.TWO_FACTOR_ENABLED if turned else Notice.FACTOR_ADDED
+        kind = Kind.TWO_FACTOR_ENABLED if turned else Kind.FACTOR_ADDED
     else:
-        notice = Notice.FACTOR_REMOVED if user.two_factor_enabled else Notice.TWO_FACTOR_DISABLED
+        turned = not user.two_factor_enabled
+        notice = Notice.TWO_FACTOR_DISABLED if turned else Notice.FACTOR_REMOVED
+        kind = Kind.TWO_FACTOR_DISABLED if turned else Kind.FACTOR_REMOVED
+    if method != TwoFactorMethod.PASSKEY:  # a passkey has its own events, with its id
+        audit(kind, user=user, request=request, method=method)
     notice_send(notice, user=user, request=request, method=method)

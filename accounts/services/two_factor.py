@@ -194,7 +194,6 @@ def _turn_on(
                 Notice.TWO_FACTOR_CHANGED, user=locked, request=request, method=method.value
             )
         else:
-            audit(Kind.TWO_FACTOR_ENABLED, user=locked, request=request, method=method.value)
             factor_change_tell(
                 user=locked, was_on=was_on, method=method.value, added=True, request=request
             )
@@ -228,7 +227,6 @@ def _two_factor_disabled(*, user: User, request: HttpRequest | None) -> User:
         return locked
     with liveness.changing([user.pk]):
         _code_factor_off(locked)
-        audit(Kind.TWO_FACTOR_DISABLED, user=locked, request=request, method=method)
         factor_change_tell(user=locked, was_on=True, method=method, added=False, request=request)
     return locked
 

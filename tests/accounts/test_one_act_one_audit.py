@@ -10,7 +10,8 @@ import pyotp
 import pytest
 from django.test import Client
 
-from accounts.models import AuditEvent, Session, User
+from accounts.models import AuditEvent, Passkey, Session, User
+from accounts.services.factors import factors_settle
 from tests.accounts.confirmations import start_enabling
 from tests.conftest import ApiClient
 from tests.factories import DEFAULT_PASSWORD
@@ -93,3 +94,26 @@ def test_switching_from_sms_codes_to_the_app_is_one_event_saying_the_factor_was_
     page = browser.get("/settings/security").content.decode()
     assert page.count("Two-factor sign-in enabled") == 1
     assert page.count("Second factor replaced") == 1
+
+
+def test_a_code_factor_added_and_removed_beside_a_passkey_is_audited_as_a_factor(clock):
+    """Two-factor sign-in was on (by the passkey) and stays on: the SMS codes are a factor added,
+    then removed, not two-factor sign-in turned on and off."""
+    pending = start_enabling("b")
+    person = User.objects.get(phone=pending.address)
+    Passkey.objects.create(user=person, credential_id=b"phone", public_key=b"key", name="Phone")
+    factors_settle(person)
+
+    assert pending.confirm(pending.code()).status_code == 200
+    removed = pending.client.call(
+        "delete", "/api/users/two-factor-authentication", {"password": DEFAULT_PASSWORD}
+    )
+
+    assert removed.status_code == 200, removed.json()
+    assert User.objects.get(pk=person.pk).two_factor_enabled
+    assert list(
+        AuditEvent.objects.filter(user=person)
+        .exclude(kind="SIGN_IN")
+        .order_by("pk")
+        .values_list("kind", "details")
+    ) == [("FACTOR_ADDED", {"method": "SMS"}), ("FACTOR_REMOVED", {"method": "SMS"})]
