@@ -97,6 +97,32 @@ def check_storable(data: Any) -> None:
                 stack.extend((item, depth + 1) for item in value)
 
 
+def json_strict(text: str) -> Any:
+    """``text`` parsed as the API parses a body: no NaN or Infinity, no key twice in an object, a
+    number beyond a double kept as NonFiniteNumber, no NUL or lone surrogate, no nesting deeper
+    than MAX_DEPTH. MalformedBody says what it is not."""
+    try:
+        data = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            object_pairs_hook=_unique_keys,
+            parse_float=_finite_float,
+        )
+    except RecursionError:
+        raise MalformedBody(f"JSON may not be nested deeper than {MAX_DEPTH} levels.") from None
+    except ValueError as error:
+        raise MalformedBody(f"The request body is not valid JSON: {error}") from None
+    # NUL and lone surrogates can only arrive as \u escapes of them (json.loads refuses raw
+    # control characters, UTF-8 decoding refuses surrogates): only a text with such an escape is
+    # walked. Deep nesting needs brackets; a text with many, such as a batch send, has its depth
+    # read off the text, not the parsed values.
+    if _RISKY_ESCAPE.search(text):
+        check_storable(data)
+    elif text.count("[") + text.count("{") > MAX_DEPTH and deepest(text) > MAX_DEPTH:
+        raise MalformedBody(f"JSON may not be nested deeper than {MAX_DEPTH} levels.")
+    return data
+
+
 class StrictJSONParser(JSONParser):
     def parse(
         self,
@@ -111,24 +137,6 @@ class StrictJSONParser(JSONParser):
             raise PayloadTooLarge()
         try:
             text = raw.decode("utf-8")
-            data = json.loads(
-                text,
-                parse_constant=_reject_constant,
-                object_pairs_hook=_unique_keys,
-                parse_float=_finite_float,
-            )
         except UnicodeDecodeError:
             raise MalformedBody("The request body is not UTF-8.") from None
-        except RecursionError:
-            raise MalformedBody(f"JSON may not be nested deeper than {MAX_DEPTH} levels.") from None
-        except ValueError as error:
-            raise MalformedBody(f"The request body is not valid JSON: {error}") from None
-        # NUL and lone surrogates can only arrive as \u escapes of them (json.loads refuses raw
-        # control characters, UTF-8 decoding refuses surrogates): only a body with such an escape
-        # is walked. Deep nesting needs brackets; a body with many, such as a batch send, has its
-        # depth read off the text, not the parsed values.
-        if _RISKY_ESCAPE.search(text):
-            check_storable(data)
-        elif text.count("[") + text.count("{") > MAX_DEPTH and deepest(text) > MAX_DEPTH:
-            raise MalformedBody(f"JSON may not be nested deeper than {MAX_DEPTH} levels.")
-        return data
+        return json_strict(text)

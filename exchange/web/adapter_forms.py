@@ -14,7 +14,7 @@ from django.utils.translation import ngettext
 
 from accounts.services.adapters import DISPLAY_NAME_MAX_LENGTH
 from platform_site.errors import MalformedBody
-from platform_site.parsers import check_storable
+from platform_site.parsers import json_strict
 
 TYPE_LENGTH = 128  # Message.type's
 SHOWN_BYTES = 4096  # of a payload on the page: the rest is said in a number
@@ -35,10 +35,6 @@ class AdapterNameForm(forms.Form):
     )
 
 
-def _no_constant(name: str) -> None:
-    raise ValueError(name)
-
-
 class OwnMessageForm(forms.Form):
     type = forms.CharField(
         label=_("Type"),
@@ -56,12 +52,11 @@ class OwnMessageForm(forms.Form):
     )
 
     def clean_payload(self) -> Any:
-        """The payload parsed, as strictly as the API parses a body: no NaN or Infinity, no NUL,
-        no lone surrogates, not nested deeper than it allows; and not null (a message has one)."""
+        """The payload parsed as the API parses a body (platform_site.parsers.json_strict), and
+        not null (a message has one)."""
         try:
-            payload = json.loads(self.cleaned_data["payload"], parse_constant=_no_constant)
-            check_storable(payload)
-        except (ValueError, RecursionError, MalformedBody):
+            payload = json_strict(self.cleaned_data["payload"])
+        except MalformedBody:
             raise forms.ValidationError(
                 _('This is not JSON. Enter, for example, {"text": "Hello"}.')
             ) from None
