@@ -10,7 +10,7 @@ EXCHANGE_MAX_DELIVERIES.
 The remark of exchange/queries.py on statement_timestamp() holds here too.
 """
 
-from exchange.queries import delivery_json
+from exchange.delivery_queries import delivery_json
 from exchange.traffic_queries import counted
 
 DELIVERER = "webhook"

@@ -12,7 +12,7 @@ from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from exchange import queries
+from exchange import delivery_queries
 from exchange.services.batches import NOT_JSON
 from platform_site.serializers import Input
 
@@ -219,8 +219,8 @@ class SentOutput(serializers.Serializer[Any]):
 
 
 # The type of each of a received message's members; their names and order are
-# queries.DELIVERY_MEMBERS', the shape's one definition (a member without a type here fails at
-# import).
+# delivery_queries.DELIVERY_MEMBERS', the shape's one definition (a member without a type here
+# fails at import).
 _DELIVERY_FIELDS: dict[str, Callable[[], serializers.Field[Any, Any, Any, Any]]] = {
     "messageId": serializers.UUIDField,
     "receiptHandle": lambda: serializers.CharField(
@@ -247,7 +247,7 @@ _DELIVERY_FIELDS: dict[str, Callable[[], serializers.Field[Any, Any, Any, Any]]]
 DeliveryOutput: type[serializers.Serializer[Any]] = type(
     "DeliveryOutput",
     (serializers.Serializer,),
-    {name: _DELIVERY_FIELDS[name]() for name, _, _ in queries.DELIVERY_MEMBERS},
+    {name: _DELIVERY_FIELDS[name]() for name, _, _ in delivery_queries.DELIVERY_MEMBERS},
 )
 
 

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from exchange_client import ExchangeClient
 
-from exchange.queries import DELIVERY_MEMBERS
+from exchange.delivery_queries import DELIVERY_MEMBERS
 from tests.clients.conftest import (
     EXCHANGE_CLIENT,
     cli_env,
