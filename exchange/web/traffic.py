@@ -25,9 +25,9 @@ RANGE_LABELS = {
     "24h": gettext_lazy("24 hours"),
     "7d": gettext_lazy("7 days"),
 }
-# A chart draws at most a few hundred steps: a day's 1,440 minutes are drawn as 288 steps of
-# five minutes (counts added, the depth at each one's end).
-DRAWN_STEPS = {"1h": 1, "24h": 5, "7d": 1}
+# The seconds of a step as each range is drawn: a chart draws at most a few hundred steps, so a
+# day's 1,440 minutes are drawn as steps of five (counts added, the depth at each one's end).
+DRAWN_STEPS = {"1h": 60, "24h": 300, "7d": 3600}
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,6 @@ class RangeLink:
 
 @dataclass(frozen=True)
 class TrafficCharts:
-    range: str
     ranges: list[RangeLink]
     charts: list[SafeString]
 
@@ -49,13 +48,10 @@ def range_of(request: HttpRequest) -> str:
     return chosen if chosen in RANGES else DEFAULT_RANGE
 
 
-def _drawn(points: list[Point], factor: int) -> list[Point]:
-    """The points drawn as steps ``factor`` times as long, starting at multiples of their length
-    (so the axis' labels fall on them; the first and the last, now's, may be partial): counts
-    added, the depth the last one's."""
-    if factor == 1:
-        return points
-    length = factor * (points[1].at - points[0].at).total_seconds() if len(points) > 1 else 1
+def _drawn(points: list[Point], length: int) -> list[Point]:
+    """The points drawn as steps of ``length`` seconds, starting at multiples of it (so the
+    axis' labels fall on them; the first and the last, now's, may be partial): counts added, the
+    depth the last one's."""
     drawn = []
     for _bucket, grouped in itertools.groupby(points, key=lambda p: p.at.timestamp() // length):
         group = list(grouped)
@@ -88,10 +84,9 @@ def traffic_charts(
 
 def _charts(traffic: Traffic, chart_id: str) -> TrafficCharts:
     range_name = traffic.range
-    factor = DRAWN_STEPS[range_name]
-    points = _drawn(traffic.points, factor)
+    step = DRAWN_STEPS[range_name]
+    points = traffic.points if step == traffic.step else _drawn(traffic.points, step)
     times: list[datetime] = [p.at for p in points]
-    step = traffic.step * factor
     moves = [
         Series("sent", _("Sent"), [p.sent for p in points]),
         Series("received", _("Received"), [p.received for p in points]),
@@ -127,7 +122,7 @@ def _charts(traffic: Traffic, chart_id: str) -> TrafficCharts:
             series=[Series("depth", _("Queue depth"), [p.depth for p in points])],
         ),
     ]
-    return TrafficCharts(range=range_name, ranges=range_links(range_name), charts=charts)
+    return TrafficCharts(ranges=range_links(range_name), charts=charts)
 
 
 def range_links(chosen: str) -> list[RangeLink]:

@@ -74,7 +74,7 @@ def test_five_minutes_of_a_day_are_drawn_as_one_step_counts_added_the_depth_at_i
     start = datetime(2026, 11, 28, 0, 3, tzinfo=UTC)  # not on a step of five minutes
     points = [Point(start + timedelta(minutes=n), n, 1, 1, 0, 0, depth=n) for n in range(10)]
 
-    drawn = _drawn(points, 5)
+    drawn = _drawn(points, 300)
 
     # Steps start at multiples of five minutes: the first and the last are partial.
     assert [(p.at.minute, p.sent, p.received, p.depth) for p in drawn] == [
